@@ -1,0 +1,183 @@
+"""Checks of the UniLab monorepo, run by `python3 -m nox` (README.md, .ci/run).
+
+Sessions:
+  lint              ruff check and ruff format --check over the whole tree
+  layers            the dependency direction between packages (import-linter, root pyproject)
+  tools             tests of the repository tools (tools/tests)
+  tests(<pkg>)      one package in a fresh venv with only its declared dependencies, the check
+                    that no undeclared unilab package is importable there, then its tests
+  integration       the integration package's tests with every package installed
+  build(<pkg>)      wheel + sdist of one package, the wheel installed into an empty venv, imported
+  demo              README's training command (cartpole-balance, PPO, 2 CPU workers)
+
+On a machine without an NVIDIA GPU every install is constrained by constraints/cpu.txt, which
+pins torch to the CPU build 2.13.0 (DEVELOPERS.md says why). The packages' own metadata keeps
+honest, open ranges.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tomllib
+from pathlib import Path
+
+import nox
+
+ROOT = Path(__file__).parent
+nox.options.default_venv_backend = "venv"
+nox.options.reuse_existing_virtualenvs = False
+nox.options.error_on_missing_interpreters = True
+nox.options.sessions = ["lint", "layers", "tools", "tests", "integration", "build"]
+
+PACKAGES: dict[str, Path] = {
+    "dist": ROOT / "packages" / "unilab-dist",
+    "storage": ROOT / "packages" / "unilab-storage",
+    "algos": ROOT / "packages" / "unilab-algos",
+    "envs": ROOT / "packages" / "unilab-envs",
+    "launch": ROOT / "packages" / "unilab-launch",
+    "integration": ROOT / "integration",
+}
+LIBRARIES = [name for name in PACKAGES if name != "integration"]
+
+# RSL-RL 5.4.2 is a test oracle only. Its metadata asks for torchvision, which would make pip
+# replace the pinned CPU torch by a CUDA build, so it is installed without dependencies plus the
+# light ones it really imports.
+RSL_RL_ORACLE = ["rsl-rl-lib==5.4.2"]
+RSL_RL_LIGHT_DEPS = ["numpy", "tensordict>=0.15", "GitPython", "onnx", "onnxscript"]
+USES_RSL_RL = {"dist", "storage", "algos", "envs", "integration"}
+
+PYTEST_ARGS = ["-m", "not gpu and not multigpu", "-ra", "-q"]
+
+
+def has_nvidia_gpu() -> bool:
+    return shutil.which("nvidia-smi") is not None and os.environ.get("UNILAB_FORCE_CPU") != "1"
+
+
+def constraints() -> list[str]:
+    """pip arguments that pin torch to the CPU build on machines without a GPU."""
+    if has_nvidia_gpu():
+        return []
+    return ["-c", str(ROOT / "constraints" / "cpu.txt")]
+
+
+def project(name: str) -> dict:
+    with open(PACKAGES[name] / "pyproject.toml", "rb") as f:
+        return tomllib.load(f)["project"]
+
+
+def unilab_requirements(name: str, extras: tuple[str, ...] = ("test",)) -> set[str]:
+    """Short names of the unilab packages `name` declares, transitively (extras of `name` only)."""
+    found: set[str] = set()
+    todo = [(name, extras)]
+    while todo:
+        current, current_extras = todo.pop()
+        meta = project(current)
+        reqs = list(meta.get("dependencies", []))
+        for extra in current_extras:
+            reqs += meta.get("optional-dependencies", {}).get(extra, [])
+        for req in reqs:
+            dist = req.split(";")[0].split("[")[0]
+            for sep in "<>=!~ ":
+                dist = dist.split(sep)[0]
+            if dist.startswith("unilab-"):
+                short = dist.removeprefix("unilab-")
+                if short not in found:
+                    found.add(short)
+                    todo.append((short, ()))
+    return found
+
+
+def import_name(name: str) -> str:
+    return f"unilab_{name}"
+
+
+def install_package(session: nox.Session, name: str, extra: str = "test") -> None:
+    siblings = sorted(unilab_requirements(name, (extra,) if extra else ()))
+    args = [*constraints()]
+    args += [str(PACKAGES[s]) for s in siblings]
+    args.append(f"{PACKAGES[name]}[{extra}]" if extra else str(PACKAGES[name]))
+    session.install(*args)
+    if name in USES_RSL_RL:
+        session.install(*constraints(), *RSL_RL_LIGHT_DEPS)
+        session.install("--no-deps", *RSL_RL_ORACLE)
+
+
+@nox.session
+def lint(session: nox.Session) -> None:
+    session.install("ruff>=0.6")
+    session.run("ruff", "check", ".")
+    session.run("ruff", "format", "--check", ".")
+
+
+@nox.session
+def layers(session: nox.Session) -> None:
+    """Fail if any package imports a sibling that SPEC §1 forbids it to import."""
+    session.install("import-linter>=2.0")
+    session.install("--no-deps", *(str(path) for path in PACKAGES.values()))
+    session.run("lint-imports", "--config", str(ROOT / "pyproject.toml"))
+
+
+@nox.session
+def tools(session: nox.Session) -> None:
+    session.install("pytest>=8")
+    session.run("pytest", str(ROOT / "tools" / "tests"), "-q")
+
+
+@nox.session
+@nox.parametrize("package", LIBRARIES, ids=LIBRARIES)
+def tests(session: nox.Session, package: str) -> None:
+    """One package, alone, in a fresh virtual environment with only what it declares."""
+    install_package(session, package)
+    allowed = unilab_requirements(package) | {package}
+    forbidden = [import_name(n) for n in PACKAGES if n not in allowed]
+    session.run(
+        "python",
+        "-c",
+        "import importlib.util, sys\n"
+        f"bad = [m for m in {forbidden!r} if importlib.util.find_spec(m) is not None]\n"
+        "sys.exit(f'undeclared unilab packages importable: {bad}' if bad else 0)",
+    )
+    session.run(
+        "pytest", str(PACKAGES[package] / "tests"), *PYTEST_ARGS, *session.posargs
+    )
+
+
+@nox.session
+def integration(session: nox.Session) -> None:
+    install_package(session, "integration")
+    session.run("pytest", str(PACKAGES["integration"] / "tests"), *PYTEST_ARGS, *session.posargs)
+
+
+@nox.session
+@nox.parametrize("package", list(PACKAGES), ids=list(PACKAGES))
+def build(session: nox.Session, package: str) -> None:
+    """Build one package's wheel and sdist alone, install the wheel into an empty venv, import."""
+    session.install("build>=1.2")
+    out = Path(session.create_tmp()) / "dist"
+    shutil.rmtree(out, ignore_errors=True)
+    names = sorted(unilab_requirements(package, ())) + [package]
+    for name in names:
+        session.run("python", "-m", "build", "--outdir", str(out / name), str(PACKAGES[name]))
+    wheels = [str(next((out / name).glob("*.whl"))) for name in names]
+    if not list((out / package).glob("*.tar.gz")):
+        session.error(f"no sdist was built for {package}")
+    venv = Path(session.create_tmp()) / "empty-venv"
+    shutil.rmtree(venv, ignore_errors=True)
+    session.run("python", "-m", "venv", str(venv))
+    python = str(venv / "bin" / "python")
+    session.run(python, "-m", "pip", "install", "-q", *constraints(), *wheels, external=True)
+    session.run(
+        python, "-c", f"import {import_name(package)} as m; print(m.__name__, m.__version__)",
+        external=True,
+    )
+
+
+@nox.session
+def demo(session: nox.Session) -> None:
+    """README's training command: PPO on cartpole-balance, 2 CPU workers, to its threshold."""
+    install_package(session, "integration", extra="")
+    session.run(
+        "unilab", "train", "cartpole-balance", "--algo", "ppo", "--cpu-workers", "2",
+        "--until-solved", *session.posargs,
+    )
