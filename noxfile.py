@@ -138,9 +138,7 @@ def tests(session: nox.Session, package: str) -> None:
         f"bad = [m for m in {forbidden!r} if importlib.util.find_spec(m) is not None]\n"
         "sys.exit(f'undeclared unilab packages importable: {bad}' if bad else 0)",
     )
-    session.run(
-        "pytest", str(PACKAGES[package] / "tests"), *PYTEST_ARGS, *session.posargs
-    )
+    session.run("pytest", str(PACKAGES[package] / "tests"), *PYTEST_ARGS, *session.posargs)
 
 
 @nox.session
@@ -156,7 +154,7 @@ def build(session: nox.Session, package: str) -> None:
     session.install("build>=1.2")
     out = Path(session.create_tmp()) / "dist"
     shutil.rmtree(out, ignore_errors=True)
-    names = sorted(unilab_requirements(package, ())) + [package]
+    names = [*sorted(unilab_requirements(package, ())), package]
     for name in names:
         session.run("python", "-m", "build", "--outdir", str(out / name), str(PACKAGES[name]))
     wheels = [str(next((out / name).glob("*.whl"))) for name in names]
@@ -168,7 +166,9 @@ def build(session: nox.Session, package: str) -> None:
     python = str(venv / "bin" / "python")
     session.run(python, "-m", "pip", "install", "-q", *constraints(), *wheels, external=True)
     session.run(
-        python, "-c", f"import {import_name(package)} as m; print(m.__name__, m.__version__)",
+        python,
+        "-c",
+        f"import {import_name(package)} as m; print(m.__name__, m.__version__)",
         external=True,
     )
 
@@ -178,6 +178,13 @@ def demo(session: nox.Session) -> None:
     """README's training command: PPO on cartpole-balance, 2 CPU workers, to its threshold."""
     install_package(session, "integration", extra="")
     session.run(
-        "unilab", "train", "cartpole-balance", "--algo", "ppo", "--cpu-workers", "2",
-        "--until-solved", *session.posargs,
+        "unilab",
+        "train",
+        "cartpole-balance",
+        "--algo",
+        "ppo",
+        "--cpu-workers",
+        "2",
+        "--until-solved",
+        *session.posargs,
     )

@@ -45,7 +45,7 @@ def parse_version(text: str) -> tuple[int, ...]:
 def current_version(pyproject: str) -> str:
     match = re.search(r'(?m)^version = "([^"]+)"', pyproject)
     if match is None:
-        raise ReleaseError("pyproject.toml has no static `version = \"...\"` line")
+        raise ReleaseError('pyproject.toml has no static `version = "..."` line')
     return match.group(1)
 
 
@@ -76,7 +76,9 @@ def release(root: Path, name: str, version: str, date: str) -> Path:
     changelog = move_unreleased(changelog_path.read_text(), version, date)
     inits = list((path / "src").glob("unilab_*/__init__.py"))
     if len(inits) != 1:
-        raise ReleaseError(f"{path.name}: expected one src/unilab_*/__init__.py, found {len(inits)}")
+        raise ReleaseError(
+            f"{path.name}: expected one src/unilab_*/__init__.py, found {len(inits)}"
+        )
     init = inits[0].read_text()
     if f'__version__ = "{old}"' not in init:
         raise ReleaseError(f"{inits[0]}: __version__ does not match pyproject version {old}")

@@ -5,15 +5,18 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-import release  # noqa: E402
+import release
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture
 def repo(tmp_path: Path) -> Path:
-    shutil.copytree(ROOT / "packages" / "unilab-dist", tmp_path / "packages" / "unilab-dist",
-                    ignore=shutil.ignore_patterns("tests", "__pycache__"))
+    shutil.copytree(
+        ROOT / "packages" / "unilab-dist",
+        tmp_path / "packages" / "unilab-dist",
+        ignore=shutil.ignore_patterns("tests", "__pycache__"),
+    )
     pkg = tmp_path / "packages" / "unilab-dist"
     (pkg / "CHANGELOG.md").write_text(
         "# Changelog\n\n## Unreleased\n\n- Added a thing.\n- Fixed another.\n\n"
@@ -59,7 +62,10 @@ def test_release_names_unknown_packages(repo: Path, capsys) -> None:
 
 
 def test_every_package_version_matches_its_init() -> None:
-    for pyproject in [*ROOT.glob("packages/*/pyproject.toml"), ROOT / "integration" / "pyproject.toml"]:
+    for pyproject in [
+        *ROOT.glob("packages/*/pyproject.toml"),
+        ROOT / "integration" / "pyproject.toml",
+    ]:
         version = release.current_version(pyproject.read_text())
         (init,) = pyproject.parent.glob("src/unilab_*/__init__.py")
         assert f'__version__ = "{version}"' in init.read_text(), init

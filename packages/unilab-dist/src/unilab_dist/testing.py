@@ -18,6 +18,7 @@ traceback; a worker that does not finish within `timeout` seconds fails the call
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing as mp
 import os
 import queue
@@ -76,10 +77,8 @@ def _worker(
         results.put((rank, False, traceback.format_exc()))
     finally:
         if dist.is_initialized():
-            try:
+            with contextlib.suppress(Exception):
                 dist.destroy_process_group()
-            except Exception:
-                pass
 
 
 def run_distributed(
@@ -103,8 +102,17 @@ def run_distributed(
     procs = [
         ctx.Process(
             target=_worker,
-            args=(fn, r, world_size, port, tuple(args), dict(env or {}), init_process_group,
-                  pg_timeout, results),
+            args=(
+                fn,
+                r,
+                world_size,
+                port,
+                tuple(args),
+                dict(env or {}),
+                init_process_group,
+                pg_timeout,
+                results,
+            ),
             daemon=True,
         )
         for r in range(world_size)
