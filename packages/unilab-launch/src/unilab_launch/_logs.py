@@ -1,0 +1,81 @@
+"""Where worker and agent output goes: one file per global rank, rank 0 also to the console.
+
+torchrunx streams every log record (and every line a worker prints) of every host to a logging
+server in the launcher; `LogHandlers` is the handler factory that server calls. Records carry
+`hostname` (as given in the host list) and `local_rank` (None for an agent).
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+__all__ = ["LogHandlers", "rank_log_path"]
+
+_FILE_FORMAT = "%(asctime)s %(levelname)s %(message)s"
+
+
+def rank_log_path(log_dir: Path, rank: int) -> Path:
+    """The log file of global rank `rank`."""
+    return log_dir / f"rank{rank}.log"
+
+
+class _Select(logging.Filter):
+    def __init__(self, hostname: str, local_rank: int | None) -> None:
+        super().__init__()
+        self.hostname = hostname
+        self.local_rank = local_rank
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return (
+            getattr(record, "hostname", None) == self.hostname
+            and getattr(record, "local_rank", None) == self.local_rank
+        )
+
+
+class LogHandlers:
+    """Handler factory: `rank<R>.log` per worker, `agent-<host>.log` per host, rank 0 on stdout.
+
+    Args:
+        log_dir: folder of the files (created).
+        hostnames: hosts in launch order.
+        workers_per_host: workers on each host; global ranks run host by host.
+        console: also write rank 0's records to the launcher's stdout, prefixed "[rank 0] ".
+    """
+
+    def __init__(
+        self,
+        log_dir: Path,
+        hostnames: Sequence[str],
+        workers_per_host: Sequence[int],
+        *,
+        console: bool = True,
+    ) -> None:
+        self.log_dir = Path(log_dir)
+        self.hostnames = list(hostnames)
+        self.workers_per_host = list(workers_per_host)
+        self.console = console
+
+    def __call__(self) -> list[logging.Handler]:
+        self.log_dir.mkdir(parents=True, exist_ok=True)
+        formatter = logging.Formatter(_FILE_FORMAT)
+        handlers: list[logging.Handler] = []
+        rank = 0
+        for host, count in zip(self.hostnames, self.workers_per_host, strict=True):
+            targets = [(self.log_dir / f"agent-{host}.log", None)]
+            for local_rank in range(count):
+                targets.append((rank_log_path(self.log_dir, rank), local_rank))
+                rank += 1
+            for path, local_rank in targets:
+                handler = logging.FileHandler(path, mode="w")
+                handler.addFilter(_Select(host, local_rank))
+                handler.setFormatter(formatter)
+                handlers.append(handler)
+        if self.console:
+            stream = logging.StreamHandler(sys.stdout)
+            stream.addFilter(_Select(self.hostnames[0], 0))
+            stream.setFormatter(logging.Formatter("[rank 0] %(message)s"))
+            handlers.append(stream)
+        return handlers

@@ -1,0 +1,51 @@
+"""The `unilab-launch` command end to end, in a subprocess (real exit status and output)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+TESTS = Path(__file__).resolve().parent
+
+
+def _clean_env() -> dict[str, str]:
+    env = dict(os.environ)
+    env.pop("PYTHONPATH", None)  # the target must be found through the working directory
+    return env
+
+
+def test_launch_cli_console_script_help() -> None:
+    script = Path(sys.executable).with_name("unilab-launch")
+    assert script.exists()
+    out = subprocess.run([str(script), "--help"], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0
+    assert "usage: unilab-launch" in out.stdout and "--cpu-workers" in out.stdout
+
+
+@pytest.mark.slow
+def test_launch_cli_runs_and_reports_the_failing_rank(tmp_path: Path) -> None:
+    log_dir = tmp_path / "logs"
+    cmd = [
+        sys.executable, "-m", "unilab_launch.cli",
+        "--cpu-workers", "2", "--seed", "3", "--log-dir", str(log_dir), "--timeout", "300",
+        "--num-threads", "1", "launch_targets:cli_body", "1.5", "1",
+    ]  # fmt: skip
+    start = time.monotonic()
+    out = subprocess.run(
+        cmd, cwd=TESTS, env=_clean_env(), capture_output=True, text=True, timeout=400
+    )
+    elapsed = time.monotonic() - start
+    assert out.returncode == 1, out.stderr
+    # both ranks ran the target with the string arguments: 1.5 * 1 + 1.5 * 2
+    assert "[rank 0] rank 0 of 2 total 4.50" in out.stdout
+    assert "rank 1 of 2 total 4.50" in (log_dir / "rank1.log").read_text()
+    assert "rank 1 of 2 total" not in out.stdout  # only rank 0 is echoed
+    assert "unilab-launch: rank 1 of 2 (host localhost, local rank 1" in out.stderr
+    assert "failed first: RuntimeError: cli failure on rank 1" in out.stderr
+    assert 'raise RuntimeError(f"cli failure on rank {rank}")' in out.stderr
+    assert elapsed < 150  # plain torchrunx would wait out the 300 s collective timeout
