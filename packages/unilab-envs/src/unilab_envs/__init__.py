@@ -1,5 +1,48 @@
-"""Vectorized MuJoCo Warp environments and tasks with TensorDict input and output."""
+"""Vectorized MuJoCo Warp environments and tasks with TensorDict input and output.
+
+import torch, unilab_envs
+env = unilab_envs.make("cartpole-balance", num_envs=64, device="cpu", seed=0)
+td = env.reset()                       # td["obs", "policy"]: float32 [64, 5]
+td = env.step(torch.zeros(64, env.action_dim))
+"""
+
+from unilab_envs._core.env import EnvConfig as EnvConfig
+from unilab_envs._core.env import VecEnv as VecEnv
+from unilab_envs._core.rng import world_rng as world_rng
+from unilab_envs._core.task import Capacity as Capacity
+from unilab_envs._core.task import Task as Task
+from unilab_envs._core.task import TaskContext as TaskContext
+from unilab_envs._core.task import TaskSpec as TaskSpec
+from unilab_envs.curriculum import Curriculum as Curriculum
+from unilab_envs.curriculum import LevelCurriculum as LevelCurriculum
+from unilab_envs.randomization import DomainRandomization as DomainRandomization
+from unilab_envs.registry import list_tasks as list_tasks
+from unilab_envs.registry import make as make
+from unilab_envs.registry import make_task as make_task
+from unilab_envs.registry import register_task as register_task
+from unilab_envs.tasks.robots import RobotConfig as RobotConfig
+from unilab_envs.tasks.velocity import VelocityConfig as VelocityConfig
+from unilab_envs.tasks.velocity import VelocityTask as VelocityTask
 
 __version__ = "0.1.0"
 
-__all__ = ["__version__"]
+__all__ = [
+    "Capacity",
+    "Curriculum",
+    "DomainRandomization",
+    "EnvConfig",
+    "LevelCurriculum",
+    "RobotConfig",
+    "Task",
+    "TaskContext",
+    "TaskSpec",
+    "VecEnv",
+    "VelocityConfig",
+    "VelocityTask",
+    "__version__",
+    "list_tasks",
+    "make",
+    "make_task",
+    "register_task",
+    "world_rng",
+]

@@ -1,0 +1,445 @@
+"""`VecEnv`: N worlds of one task in one `mujoco_warp` model/data, TensorDict in and out.
+
+Step output (TensorDict, batch_size [N], on `env.device`):
+    ("obs", group)        float32 [N, D_group]  observation after the step (after auto-reset)
+    "reward"              float32 [N]
+    "terminated"          bool    [N]           terminal state (not a time limit)
+    "truncated"           bool    [N]           time limit reached and not terminated
+    "done"                bool    [N]           terminated | truncated; these worlds were reset
+    ("final_obs", group)  float32 [N, D_group]  observation before the auto-reset (= obs where
+                                                not done)
+    ("episode", "return") float32 [N]           finished episode's undiscounted return (0 where
+                                                not done)
+    ("episode", "length") float32 [N]           its length in control steps (0 where not done)
+    ("episode", term)     float32 [N]           episode sum of each task log term (0 where not done)
+    ("log", term)         float32 [N]           per-step value of each task log term
+`reset()` returns ("obs", group) only. Actions: float32 [N, A] in [-1, 1] (clamped).
+
+The control step (task hooks, physics substeps, bookkeeping, resets) is a fixed sequence of
+warp launches on persistent arrays, so on CUDA it is captured once into a CUDA graph and
+replayed with `wp.capture_launch`; on CPU it runs eagerly on warp's CPU device.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable
+from typing import Literal
+
+import attrs
+import mujoco_warp as mjw
+import numpy as np
+import torch
+import warp as wp
+from tensordict import TensorDict
+
+from unilab_envs._core import kernels
+from unilab_envs._core.reset import needs_full_reset, reset_state
+from unilab_envs._core.task import Task, TaskContext
+from unilab_envs.randomization import DomainRandomization, Randomizer
+
+_OVERFLOW_NAMES = {
+    int(f): f.name for f in mjw._src.types.OverflowType if f.name not in ("NONE", "ALL")
+}
+
+
+@attrs.frozen(kw_only=True)
+class EnvConfig:
+    """Options of the env layer (not of the task).
+
+    Attributes:
+        num_envs: N, worlds in this process.
+        device: "cpu", "cuda" or "cuda:k" (torch and warp use the same device).
+        seed: determines every random draw of the env (initial states, randomization, pushes).
+        randomization: "task" = the task's default, None = off, or a `DomainRandomization`.
+        check_actions: validate that actions are finite (one host sync per step on CUDA; the
+            shape/dtype/device checks are always done and cost no sync).
+        cuda_graph: capture the control step into a CUDA graph (CUDA only).
+        copy_outputs: clone output tensors (True) or return views of the env's buffers that
+            the next step overwrites (False; faster, for callers that copy anyway).
+        on_overflow: what `check_overflow` does when a world overflowed MJWarp's contact or
+            constraint capacity: "raise" (RuntimeError), "warn" (RuntimeWarning) or "ignore".
+        overflow_check_interval: control steps between automatic `check_overflow` calls (one
+            host sync each); 0 disables the automatic check.
+    """
+
+    num_envs: int = attrs.field(validator=attrs.validators.ge(1))
+    device: str = "cpu"
+    seed: int = attrs.field(default=0, validator=attrs.validators.instance_of(int))
+    randomization: DomainRandomization | Literal["task"] | None = "task"
+    check_actions: bool = True
+    cuda_graph: bool = True
+    copy_outputs: bool = True
+    on_overflow: Literal["raise", "warn", "ignore"] = attrs.field(
+        default="warn", validator=attrs.validators.in_(("raise", "warn", "ignore"))
+    )
+    overflow_check_interval: int = attrs.field(default=100, validator=attrs.validators.ge(0))
+
+
+def _normalize_device(device: str | torch.device) -> torch.device:
+    dev = torch.device(device)
+    if dev.type == "cuda":
+        if not torch.cuda.is_available():
+            raise ValueError(f"device {device!r} requested but CUDA is not available")
+        return torch.device("cuda", torch.cuda.current_device() if dev.index is None else dev.index)
+    if dev.type != "cpu":
+        raise ValueError(f"device must be 'cpu' or 'cuda[:k]', got {device!r}")
+    return dev
+
+
+class VecEnv:
+    """A vectorized MuJoCo Warp environment running `task` in `cfg.num_envs` worlds.
+
+    Attributes: `num_envs`, `device` (torch.device), `action_dim`, `observation_shapes`
+    ({group: (D,)}), `max_episode_steps`, `step_dt` (s), `success_threshold`, `task`,
+    `curriculum` (or None), `ctx` (the `TaskContext` with the warp model/data).
+    """
+
+    def __init__(self, task: Task, cfg: EnvConfig) -> None:
+        self.task, self.cfg = task, cfg
+        spec = task.spec
+        self.device = _normalize_device(cfg.device)
+        self.num_envs = cfg.num_envs
+        self.action_dim = spec.action_dim
+        self.observation_shapes = {g: (d,) for g, d in spec.observation_dims.items()}
+        self.max_episode_steps = spec.max_episode_steps
+        self.step_dt = spec.step_dt
+        self.success_threshold = spec.success_threshold
+        self.curriculum = task.curriculum()
+        dr = task.domain_randomization() if cfg.randomization == "task" else cfg.randomization
+        self.randomization: DomainRandomization | None = dr
+        wp.init()
+        self._wp_device = wp.get_device(str(self.device))
+        self._stream: torch.cuda.Stream | None = None
+        self._wp_stream = None
+        if self.device.type == "cuda":
+            self._stream = torch.cuda.Stream(self.device)
+            self._wp_stream = wp.stream_from_torch(self._stream)
+        with self._scope():
+            self._build(spec, dr)
+        self._graph = None
+        self._eager_steps = 0
+        self._steps = 0
+        self._level_cache: float | None = None
+        self._has_reset = False
+
+    # ------------------------------------------------------------------ construction
+    def _scope(self):
+        if self._wp_stream is not None:
+            return wp.ScopedStream(self._wp_stream)
+        return wp.ScopedDevice(self._wp_device)
+
+    def _build(self, spec, dr: DomainRandomization | None) -> None:
+        n, dev = self.num_envs, self._wp_device
+        mjm = self.task.build_model()
+        if mjm.nu < 1:
+            raise ValueError(f"task {spec.name!r}: the model has no actuators")
+        mjm.opt.timestep = spec.physics_dt
+        self.mjm = mjm
+        self._full_reset = needs_full_reset(mjm)
+        batch_sizes = dr.batch_sizes(n) if dr is not None else {}
+        model = mjw.put_model(mjm, batch_sizes=batch_sizes)
+        data = mjw.make_data(
+            mjm, nworld=n, nconmax=spec.capacity.nconmax, njmax=spec.capacity.njmax
+        )
+        a = spec.action_dim
+        self.ctx = TaskContext(
+            mjm=mjm,
+            model=model,
+            data=data,
+            num_envs=n,
+            device=dev,
+            seed=int(self.cfg.seed) & 0x7FFFFFFF,
+            rng_counter=wp.zeros(1, dtype=wp.int32, device=dev),
+            episode_length=wp.zeros(n, dtype=wp.int32, device=dev),
+            action=wp.zeros((n, a), dtype=float, device=dev),
+            last_action=wp.zeros((n, a), dtype=float, device=dev),
+            curriculum_level=wp.zeros(1, dtype=float, device=dev),
+            spec=spec,
+        )
+        nlog = len(spec.log_terms)
+        self._obs = {
+            g: wp.zeros((n, d), dtype=float, device=dev) for g, d in spec.observation_dims.items()
+        }
+        self._final_obs = {
+            g: wp.zeros((n, d), dtype=float, device=dev) for g, d in spec.observation_dims.items()
+        }
+        self._reward = wp.zeros(n, dtype=float, device=dev)
+        self._terminated = wp.zeros(n, dtype=wp.bool, device=dev)
+        self._truncated = wp.zeros(n, dtype=wp.bool, device=dev)
+        self._done = wp.zeros(n, dtype=wp.bool, device=dev)
+        self._all = wp.array(np.ones(n, dtype=bool), dtype=wp.bool, device=dev)
+        self._log = wp.zeros((nlog, n), dtype=float, device=dev)
+        self._episode_return = wp.zeros(n, dtype=float, device=dev)
+        self._episode_log = wp.zeros((nlog, n), dtype=float, device=dev)
+        self._out_return = wp.zeros(n, dtype=float, device=dev)
+        self._out_length = wp.zeros(n, dtype=float, device=dev)
+        self._out_log = wp.zeros((nlog, n), dtype=float, device=dev)
+        self._overflow_seen = wp.zeros(n, dtype=int, device=dev)
+        self.randomizer = (
+            Randomizer(dr, mjm, model, data, n, spec.step_dt, dev) if dr is not None else None
+        )
+        self.task.bind(self.ctx)
+        # Torch views (zero-copy) of the buffers above.
+        t = wp.to_torch
+        self._action_t = t(self.ctx.action)
+        self._views = {
+            "obs": {g: t(v) for g, v in self._obs.items()},
+            "final_obs": {g: t(v) for g, v in self._final_obs.items()},
+            "reward": t(self._reward),
+            "terminated": t(self._terminated),
+            "truncated": t(self._truncated),
+            "done": t(self._done),
+            "episode": {"return": t(self._out_return), "length": t(self._out_length)},
+            "log": {},
+        }
+        out_log, log = t(self._out_log), t(self._log)
+        for i, name in enumerate(spec.log_terms):
+            self._views["episode"][name] = out_log[i]
+            self._views["log"][name] = log[i]
+
+    # ------------------------------------------------------------------ device sequences
+    def _reset_masked(self, mask: wp.array) -> None:
+        ctx, dev = self.ctx, self._wp_device
+        reset_state(ctx.model, ctx.data, mask, self._full_reset)
+        self.task.reset_worlds(ctx, mask)
+        if self.randomizer is not None:
+            self.randomizer.on_reset(ctx.seed, ctx.rng_counter, mask)
+        if self.task.spec.forward_after_reset:
+            mjw.forward(ctx.model, ctx.data)
+        self.task.observe(ctx, self._obs)
+        wp.launch(kernels.increment_counter, dim=1, inputs=[ctx.rng_counter], device=dev)
+
+    def _control_step(self) -> None:
+        ctx, dev, spec, n = self.ctx, self._wp_device, self.task.spec, self.num_envs
+        self.task.apply_action(ctx)
+        if self.randomizer is not None:
+            self.randomizer.push(ctx.seed, ctx.rng_counter, self._all)
+        for _ in range(spec.decimation):
+            mjw.step(ctx.model, ctx.data)
+        wp.launch(
+            kernels.accumulate_overflow,
+            dim=n,
+            inputs=[ctx.data.overflow, self._overflow_seen],
+            device=dev,
+        )
+        self.task.post_physics(ctx)
+        wp.launch(kernels.increment_episode_length, dim=n, inputs=[ctx.episode_length], device=dev)
+        self.task.evaluate(ctx, self._reward, self._terminated, self._log)
+        wp.launch(
+            kernels.episode_bookkeeping,
+            dim=n,
+            inputs=[
+                self._reward,
+                self._terminated,
+                self._log,
+                len(spec.log_terms),
+                spec.max_episode_steps,
+                ctx.episode_length,
+                self._episode_return,
+                self._episode_log,
+            ],
+            outputs=[
+                self._truncated,
+                self._done,
+                self._out_return,
+                self._out_length,
+                self._out_log,
+            ],
+            device=dev,
+        )
+        wp.launch(
+            kernels.store_last_action,
+            dim=(n, spec.action_dim),
+            inputs=[ctx.action, self._done, ctx.last_action],
+            device=dev,
+        )
+        self.task.observe(ctx, self._final_obs)
+        self._reset_masked(self._done)
+
+    # ------------------------------------------------------------------ public API
+    def reset(self) -> TensorDict:
+        """Reset every world (randomized initial states); return {("obs", group): [N, D]}."""
+        ctx = self.ctx
+        with self._stream_ctx(), self._scope():
+            self._sync_curriculum()
+            mjw.reset_data(ctx.model, ctx.data)  # once per reset(): every field, not only state
+            wp.launch(
+                kernels.reset_all_bookkeeping,
+                dim=self.num_envs,
+                inputs=[
+                    len(self.task.spec.log_terms),
+                    ctx.episode_length,
+                    self._episode_return,
+                    self._episode_log,
+                    ctx.last_action,
+                    self.action_dim,
+                ],
+                device=self._wp_device,
+            )
+            self._reset_masked(self._all)
+        self._has_reset = True
+        self._wait_for_env()
+        return TensorDict(
+            {"obs": self._clone(self._views["obs"])}, batch_size=[self.num_envs], device=self.device
+        )
+
+    def step(self, action: torch.Tensor) -> TensorDict:
+        """Advance every world by one control step; see the module docstring for the output."""
+        self._check_action(action)
+        if not self._has_reset:
+            raise RuntimeError("call env.reset() before env.step()")
+        with self._stream_ctx():
+            self._action_t.copy_(action.detach().clamp(-1.0, 1.0))
+            with self._scope():
+                self._sync_curriculum()
+                if self._graph is not None:
+                    wp.capture_launch(self._graph, stream=self._wp_stream)
+                else:
+                    self._control_step()
+                    self._eager_steps += 1
+                    if self._want_graph():
+                        with wp.ScopedCapture(
+                            device=self._wp_device, stream=self._wp_stream
+                        ) as cap:
+                            self._control_step()
+                        self._graph = cap.graph
+        self._wait_for_env()
+        self._steps += 1
+        interval = self.cfg.overflow_check_interval
+        if interval and self._steps % interval == 0:
+            self.check_overflow()
+        return TensorDict(self._clone(self._views), batch_size=[self.num_envs], device=self.device)
+
+    def get_observations(self) -> TensorDict:
+        """The current observations {("obs", group): [N, D]} (a copy)."""
+        views = {"obs": {g: v.clone() for g, v in self._views["obs"].items()}}
+        return TensorDict(views, batch_size=[self.num_envs], device=self.device)
+
+    @property
+    def episode_length(self) -> torch.Tensor:
+        """int32 [N] view: control steps taken in each world's current episode."""
+        return wp.to_torch(self.ctx.episode_length)
+
+    @property
+    def uses_cuda_graph(self) -> bool:
+        return self._graph is not None
+
+    def check_overflow(self) -> int:
+        """Report worlds that overflowed MJWarp capacity since the last check; return their count.
+
+        Reads the accumulated per-world overflow bitmask (one host sync), clears it, and acts
+        per `cfg.on_overflow`. Raise the task's `Capacity` (nconmax / njmax) to fix it.
+        """
+        seen = wp.to_torch(self._overflow_seen)
+        if self._stream is not None:
+            self._stream.synchronize()
+        bits = seen.cpu().numpy().copy()  # .cpu() is a no-op on CPU: copy before zeroing
+        seen.zero_()
+        bad = np.flatnonzero(bits)
+        if bad.size == 0:
+            return 0
+        union = int(np.bitwise_or.reduce(bits[bad]))
+        kinds = [name for bit, name in _OVERFLOW_NAMES.items() if union & bit]
+        cap = self.task.spec.capacity
+        msg = (
+            f"{bad.size} of {self.num_envs} worlds overflowed MJWarp capacity ({', '.join(kinds)}) "
+            f"in task {self.task.spec.name!r} (nconmax={cap.nconmax}, njmax={cap.njmax}; "
+            f"first worlds {bad[:5].tolist()}): contacts or constraints were dropped; raise the "
+            "task's Capacity"
+        )
+        if self.cfg.on_overflow == "raise":
+            raise RuntimeError(msg)
+        if self.cfg.on_overflow == "warn":
+            warnings.warn(msg, RuntimeWarning, stacklevel=2)
+        return int(bad.size)
+
+    def memory_bytes(self) -> dict[str, int]:
+        """Device bytes held: {"model", "data", "env", "total", "per_env"} (model shared)."""
+        model = _warp_bytes(self.ctx.model)
+        data = _warp_bytes(self.ctx.data)
+        own = [*self._obs.values(), *self._final_obs.values(), self._reward, self._terminated]
+        own += [self._truncated, self._done, self._all, self._log, self._episode_return]
+        own += [self._episode_log, self._out_return, self._out_length, self._out_log]
+        own += [self._overflow_seen, self.ctx.action, self.ctx.last_action, self.ctx.episode_length]
+        env = sum(a.capacity for a in own) + _warp_bytes(self.task)
+        if self.randomizer is not None:
+            env += _warp_bytes(self.randomizer)
+        total = model + data + env
+        return {
+            "model": model,
+            "data": data,
+            "env": env,
+            "total": total,
+            "per_env": total // self.num_envs,
+        }
+
+    # ------------------------------------------------------------------ helpers
+    def _want_graph(self) -> bool:
+        return self.device.type == "cuda" and self.cfg.cuda_graph and self._eager_steps >= 1
+
+    def _stream_ctx(self):
+        if self._stream is None:
+            return _null()
+        self._stream.wait_stream(torch.cuda.current_stream(self.device))
+        return torch.cuda.stream(self._stream)
+
+    def _wait_for_env(self) -> None:
+        if self._stream is not None:
+            torch.cuda.current_stream(self.device).wait_stream(self._stream)
+
+    def _sync_curriculum(self) -> None:
+        if self.curriculum is None:
+            return
+        level = float(self.curriculum.level)
+        if level != self._level_cache:
+            self._level_cache = level
+            self.ctx.curriculum_level.fill_(level)
+
+    def _clone(self, views):
+        if not self.cfg.copy_outputs:
+            return views
+        return _map(views, lambda x: x.clone())
+
+    def _check_action(self, action: torch.Tensor) -> None:
+        if not isinstance(action, torch.Tensor):
+            raise TypeError(f"action must be a torch.Tensor, got {type(action).__name__}")
+        if action.shape != (self.num_envs, self.action_dim):
+            raise ValueError(
+                f"action shape {tuple(action.shape)} != (num_envs, action_dim) = "
+                f"({self.num_envs}, {self.action_dim})"
+            )
+        if not action.is_floating_point():
+            raise TypeError(f"action dtype must be floating point, got {action.dtype}")
+        if action.device != self.device:
+            raise ValueError(f"action is on {action.device}, the env on {self.device}")
+        if self.cfg.check_actions and not bool(torch.isfinite(action).all()):
+            bad = (~torch.isfinite(action)).any(dim=1).nonzero().flatten()[:5].tolist()
+            raise ValueError(f"action contains NaN or inf (first worlds {bad})")
+
+
+class _null:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+def _map(tree, fn: Callable):
+    if isinstance(tree, dict):
+        return {k: _map(v, fn) for k, v in tree.items()}
+    return fn(tree)
+
+
+def _warp_bytes(obj) -> int:
+    seen: set[int] = set()
+    total = 0
+    for value in vars(obj).values():
+        if isinstance(value, wp.array) and id(value) not in seen:
+            seen.add(id(value))
+            total += value.capacity
+    return total
+
+
+__all__ = ["EnvConfig", "VecEnv"]

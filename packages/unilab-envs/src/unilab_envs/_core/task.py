@@ -1,0 +1,238 @@
+"""The task interface: what a task implements so that `unilab_envs.VecEnv` can run it.
+
+A task owns the MJCF model and everything task-specific that happens in one control step,
+written as warp kernels that it launches itself. The environment (`_core/env.py`) owns the
+`mujoco_warp` model and data, the physics substeps, the episode bookkeeping (time limits,
+episode statistics, auto-reset masks), domain randomization and the RNG step counter, and
+captures the whole control step into one CUDA graph on GPU. Because of the capture, the task
+methods below that run inside a step (`apply_action`, `post_physics`, `evaluate`, `observe`,
+`reset_worlds`) must only launch warp kernels (or mujoco_warp functions) on `ctx.device`:
+no host reads of device values, no allocation, no Python branching on device data, no torch
+ops. They are called once eagerly before capture, then replayed.
+
+Order of one control step (`env.step(action)`):
+
+1. the env copies the clamped action into `ctx.action` (float32 [N, A], in [-1, 1]);
+2. `task.apply_action(ctx)` writes `ctx.data.ctrl` (scale actions to actuator units);
+3. `decimation` times: pushes (if configured) then `mujoco_warp.step(model, data)`;
+4. `task.post_physics(ctx)`: task state updates (e.g. command resampling timers);
+5. the env increments `ctx.episode_length`;
+6. `task.evaluate(ctx, reward, terminated, log)`: per-world reward, termination and the
+   per-step value of each term named in `log_terms`;
+7. the env computes `truncated` (time limit, only where not terminated), `done`, episode
+   statistics, and `task.observe(ctx, final_obs)` writes the pre-reset observations;
+8. for worlds that are done: `mujoco_warp.reset_data` (masked), `task.reset_worlds(ctx, mask)`
+   (randomized initial state), domain randomization draws, action history cleared;
+   `mujoco_warp.forward` if `task.forward_after_reset`;
+9. `task.observe(ctx, obs)` writes the observations the policy sees next;
+10. the env increments the RNG counter `ctx.rng_counter` (so every replay draws new numbers).
+
+`env.reset()` runs 8-9 for every world (all masked) with `ctx.episode_length` zeroed.
+
+Randomness: in kernels call `unilab_envs.world_rng(seed, rng_counter[0], world, stream)`
+(a `wp.func` returning a warp RNG state; pass `ctx.seed` as an int kernel input and
+`ctx.rng_counter` as an array input) and draw with `wp.randf(state, lo, hi)` /
+`wp.randn(state)`. Give every distinct use its own `stream` constant from 100 upwards
+(0-99 are reserved by the env). Same seed -> same numbers, on every device count.
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+import attrs
+
+if TYPE_CHECKING:
+    import mujoco
+    import mujoco_warp as mjw
+    import warp as wp
+
+    from unilab_envs.curriculum import Curriculum
+    from unilab_envs.randomization import DomainRandomization
+
+
+def _positive(instance: Any, attribute: attrs.Attribute, value: int) -> None:
+    if value < 1:
+        raise ValueError(f"{attribute.name} must be >= 1, got {value}")
+
+
+@attrs.frozen(kw_only=True)
+class Capacity:
+    """MJWarp contact and constraint capacity per world, sized per task.
+
+    `nconmax`: contacts per world (MJWarp allocates `nconmax * num_envs` contacts shared by all
+    worlds); `njmax`: constraint rows per world (hard limit per world). `None` = MJWarp's
+    heuristic default. A world that exceeds them sets a bit in `mujoco_warp`'s `Data.overflow`,
+    which the env accumulates and reports (`VecEnv.check_overflow()`).
+    """
+
+    nconmax: int | None = attrs.field(default=None)
+    njmax: int | None = attrs.field(default=None)
+
+    @nconmax.validator
+    @njmax.validator
+    def _check(self, attribute: attrs.Attribute, value: int | None) -> None:
+        if value is not None and value < 0:
+            raise ValueError(f"Capacity.{attribute.name} must be >= 0 or None, got {value}")
+
+
+@attrs.frozen(kw_only=True)
+class TaskSpec:
+    """Static description of a task; the env reads it before building anything.
+
+    Attributes:
+        name: registry name, e.g. "cartpole-balance".
+        action_dim: A, the number of policy actions (each in [-1, 1]).
+        observation_dims: {group: D_group}, e.g. {"policy": 5, "critic": 5}.
+        decimation: physics substeps per control step.
+        physics_dt: physics timestep in s (overrides the MJCF's `timestep`).
+        max_episode_steps: control steps before truncation (time limit).
+        success_threshold: mean undiscounted episode return that counts as solved.
+        log_terms: names of per-step terms `evaluate` writes to `log` (rows in that order);
+            they appear as `("log", name)` each step and `("episode", name)` (episode sum)
+            at episode end.
+        capacity: MJWarp contact / constraint capacity per world.
+        forward_after_reset: run `mujoco_warp.forward` after resets (needed when `observe`
+            reads derived quantities such as `xpos`, `xquat`, `site_xpos`; not when it reads
+            only `qpos`/`qvel`).
+    """
+
+    name: str
+    action_dim: int = attrs.field(validator=_positive)
+    observation_dims: Mapping[str, int] = attrs.field(converter=dict)
+    decimation: int = attrs.field(validator=_positive)
+    physics_dt: float = attrs.field()
+    max_episode_steps: int = attrs.field(validator=_positive)
+    success_threshold: float
+    log_terms: tuple[str, ...] = attrs.field(default=(), converter=tuple)
+    capacity: Capacity = attrs.field(factory=Capacity)
+    forward_after_reset: bool = False
+
+    @observation_dims.validator
+    def _check_obs(self, attribute: attrs.Attribute, value: dict[str, int]) -> None:
+        if not value:
+            raise ValueError("TaskSpec.observation_dims needs at least one group")
+        for group, dim in value.items():
+            if not isinstance(group, str) or dim < 1:
+                raise ValueError(f"bad observation group {group!r}: dim {dim}")
+
+    @physics_dt.validator
+    def _check_dt(self, attribute: attrs.Attribute, value: float) -> None:
+        if not value > 0:
+            raise ValueError(f"physics_dt must be > 0 s, got {value}")
+
+    @property
+    def step_dt(self) -> float:
+        """Control period in s: `physics_dt * decimation`."""
+        return self.physics_dt * self.decimation
+
+
+@attrs.define(kw_only=True, eq=False)
+class TaskContext:
+    """Runtime handles the env gives to the task (`Task.bind`) and to every hook.
+
+    Attributes:
+        mjm: host `mujoco.MjModel` (after `Task.build_model`).
+        model: `mujoco_warp.Model` on `device` (per-world fields when randomized).
+        data: `mujoco_warp.Data` with `nworld = num_envs`; `data.qpos` [N, nq], `data.qvel`
+            [N, nv], `data.ctrl` [N, nu], `data.xfrc_applied` [N, nbody] (spatial vectors), ...
+        num_envs: N.
+        device: warp device (`wp.Device`; "cpu" or "cuda:k").
+        seed: the env seed (int, pass as kernel input).
+        rng_counter: wp.array(dtype=int32) shape [1]; control steps + resets so far.
+        episode_length: wp.array(dtype=int32) [N]; control steps in the current episode
+            (already incremented when `evaluate` runs; 0 in `reset_worlds`/`observe` after reset).
+        action: wp.array2d(dtype=float32) [N, A]; the current action, clamped to [-1, 1].
+        last_action: wp.array2d(dtype=float32) [N, A]; the previous control step's action
+            (zero after a reset); updated by the env after `evaluate` (so `evaluate` can
+            compute action-rate penalties from `action - last_action`).
+        curriculum_level: wp.array(dtype=float32) [1]; the task curriculum's progress in
+            [0, 1] (0 without a curriculum), written by the env between steps.
+        spec: the task's `TaskSpec`.
+    """
+
+    mjm: mujoco.MjModel
+    model: mjw.Model
+    data: mjw.Data
+    num_envs: int
+    device: wp.context.Device
+    seed: int
+    rng_counter: wp.array
+    episode_length: wp.array
+    action: wp.array
+    last_action: wp.array
+    curriculum_level: wp.array
+    spec: TaskSpec
+
+
+class Task(abc.ABC):
+    """One task: MJCF + warp kernels for actions, rewards, terminations, observations, resets.
+
+    Subclass it, give the class a `spec` (via `__init__`), and implement the abstract methods.
+    `tasks/cartpole.py` is the reference implementation to copy. Construct tasks with keyword
+    overrides through `unilab_envs.make(name, num_envs=..., **overrides)`: the registry calls
+    the task factory with the overrides.
+    """
+
+    spec: TaskSpec
+
+    # --- host side, called once by the env -------------------------------------------------
+    @abc.abstractmethod
+    def build_model(self) -> mujoco.MjModel:
+        """Return the host MjModel (e.g. `mujoco.MjModel.from_xml_path(...)`).
+
+        The env sets `opt.timestep = spec.physics_dt` afterwards. Raise ValueError naming
+        what is missing when the MJCF lacks something the task needs (joints, bodies).
+        """
+
+    def bind(self, ctx: TaskContext) -> None:  # noqa: B027 (optional hook)
+        """Allocate task-owned device arrays (commands, timers, ...) on `ctx.device`.
+
+        Called once after the env built the model and data, before any step or capture.
+        Store whatever you need from `ctx` (indices, arrays) on `self`.
+        """
+
+    def domain_randomization(self) -> DomainRandomization | None:
+        """Default domain randomization for this task (None = none); overridable by the env."""
+        return None
+
+    def curriculum(self) -> Curriculum | None:
+        """The task's curriculum (None = none). Its `level` is mirrored in `ctx.curriculum_level`."""
+        return None
+
+    # --- device side, inside the captured control step -------------------------------------
+    @abc.abstractmethod
+    def apply_action(self, ctx: TaskContext) -> None:
+        """Write `ctx.data.ctrl` from `ctx.action` (float32 [N, A] in [-1, 1])."""
+
+    def post_physics(self, ctx: TaskContext) -> None:  # noqa: B027 (optional hook)
+        """Update task state after the physics substeps (e.g. resample commands)."""
+
+    @abc.abstractmethod
+    def evaluate(
+        self, ctx: TaskContext, reward: wp.array, terminated: wp.array, log: wp.array
+    ) -> None:
+        """Write the step's reward and termination for every world.
+
+        Args:
+            reward: wp.array(dtype=float32) [N], output; the reward for this control step.
+            terminated: wp.array(dtype=bool) [N], output; True where the state is terminal
+                (failure/success), not for time limits (the env handles those).
+            log: wp.array2d(dtype=float32) [len(spec.log_terms), N], output; the per-step value
+                of each log term (row i = spec.log_terms[i]); shape [0, N] when there are none.
+        """
+
+    @abc.abstractmethod
+    def observe(self, ctx: TaskContext, obs: Mapping[str, wp.array]) -> None:
+        """Write every observation group: `obs[group]` is wp.array2d(float32) [N, D_group]."""
+
+    @abc.abstractmethod
+    def reset_worlds(self, ctx: TaskContext, mask: wp.array) -> None:
+        """Randomize the initial state of worlds where `mask` (wp.array(dtype=bool) [N]) is True.
+
+        Runs after `mujoco_warp.reset_data` restored `qpos0`, zero `qvel` and `time` for those
+        worlds. Write `ctx.data.qpos` / `ctx.data.qvel` and reset task state (commands, timers)
+        for the masked worlds only; leave other worlds untouched.
+        """

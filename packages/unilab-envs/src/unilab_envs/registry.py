@@ -1,0 +1,71 @@
+"""Task registry: `make(name, num_envs=..., ...)`, `list_tasks()`, `register_task(...)`."""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+from collections.abc import Callable
+from typing import Any
+
+import attrs
+
+from unilab_envs._core.env import EnvConfig, VecEnv
+from unilab_envs._core.task import Task
+from unilab_envs.tasks import BUILTIN_TASKS
+
+__all__ = ["list_tasks", "make", "make_task", "register_task"]
+
+TaskFactory = Callable[..., Task]
+_REGISTERED: dict[str, TaskFactory] = {}
+_ENV_OPTIONS = {f.name for f in attrs.fields(EnvConfig)} - {"num_envs", "device", "seed"}
+
+
+def register_task(name: str, factory: TaskFactory, *, overwrite: bool = False) -> None:
+    """Register `factory(**overrides) -> Task` under `name` (ValueError if taken)."""
+    if not callable(factory):
+        raise TypeError(f"factory for {name!r} is not callable: {factory!r}")
+    if not overwrite and (name in _REGISTERED or name in BUILTIN_TASKS):
+        raise ValueError(f"task {name!r} is already registered (pass overwrite=True)")
+    _REGISTERED[name] = factory
+
+
+def list_tasks() -> list[str]:
+    """Names of every task `make` accepts, sorted."""
+    return sorted({*BUILTIN_TASKS, *_REGISTERED})
+
+
+def _factory(name: str) -> TaskFactory:
+    if name in _REGISTERED:
+        return _REGISTERED[name]
+    if name not in BUILTIN_TASKS:
+        raise ValueError(f"unknown task {name!r}; known tasks: {', '.join(list_tasks())}")
+    module, attr = BUILTIN_TASKS[name].split(":")
+    return getattr(importlib.import_module(module), attr)
+
+
+def make_task(name: str, **overrides: Any) -> Task:
+    """Build the task `name` alone (no env) with keyword overrides for its factory."""
+    factory = _factory(name)
+    params = inspect.signature(factory).parameters.values()
+    if not any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params):
+        known = {p.name for p in params}
+        unknown = sorted(set(overrides) - known)
+        if unknown:
+            raise ValueError(f"task {name!r} has no option(s) {unknown}; options: {sorted(known)}")
+    return factory(**overrides)
+
+
+def make(
+    name: str, *, num_envs: int, device: str = "cpu", seed: int = 0, **overrides: Any
+) -> VecEnv:
+    """Make a `VecEnv` running task `name` in `num_envs` worlds on `device`.
+
+    `overrides` that name an `EnvConfig` field (randomization, check_actions, cuda_graph,
+    copy_outputs, on_overflow, overflow_check_interval) configure the env; the rest go to the
+    task factory (e.g. `max_episode_steps=200`). Unknown names raise ValueError.
+    """
+    env_kw = {k: v for k, v in overrides.items() if k in _ENV_OPTIONS}
+    task_kw = {k: v for k, v in overrides.items() if k not in _ENV_OPTIONS}
+    task = make_task(name, **task_kw)
+    cfg = EnvConfig(num_envs=num_envs, device=str(device), seed=seed, **env_kw)
+    return VecEnv(task, cfg)

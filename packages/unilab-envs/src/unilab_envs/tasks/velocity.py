@@ -1,0 +1,508 @@
+"""Velocity tracking for floating-base robots: `quadruped-velocity`, `humanoid-velocity`.
+
+The robot follows a command (vx, vy in m/s in its heading frame, yaw rate in rad/s) that is
+redrawn every `resample_s` seconds (uniform in +-bound per axis, a `standing_prob` share of
+draws is zero), with the usual legged-locomotion reward terms (Isaac Lab / MJLab velocity
+tasks). Physics dt 0.005 s, decimation 4 (control at 50 Hz), 20 s episodes (1000 steps).
+
+Action: float32 [N, J] in [-1, 1]; joint targets = default_pose + action_scale * action, sent to
+PD position actuators.
+Observations (float32):
+    "policy" [N, 9 + 3J]: base angular velocity (body frame, rad/s) 3, projected gravity
+        (body frame, unit vector) 3, command 3, joint positions minus default J (rad), joint
+        velocities J (rad/s), last action J (zero after a reset). Uniform noise (optional) on
+        angular velocity, gravity, joint positions and velocities.
+    "critic" [N, 13 + 3J + F]: the policy terms without noise, base linear velocity (body
+        frame, m/s) 3, base height (m) 1, foot contact flags F.
+Reward per step = sum of the terms below, each weight * value * step_dt (logged as
+("log", term) and ("episode", term)):
+    track_lin_vel  exp(-|cmd_xy - v_xy|^2 / std_lin^2)        track_ang_vel  exp(-(cmd_yaw - w_z)^2 / std_ang^2)
+    lin_vel_z      v_z^2                                      ang_vel_xy     w_x^2 + w_y^2
+    orientation    g_x^2 + g_y^2 (projected gravity)          torques        sum tau^2
+    joint_acc      sum qdd^2                                  action_rate    sum (a - a_prev)^2
+    joint_limits   sum of excursions beyond the soft range    feet_air_time  sum over touchdowns of (t_air - threshold), 0 when |cmd_xy| < 0.1
+    joint_deviation sum w_j |q_j - q0_j|                      termination    1 on a terminal step
+Termination: a termination body touches the ground, the base tilts beyond `max_tilt`, or the
+base is lower than `min_base_height`. Time limits are truncations (the env's).
+Curriculum (`curriculum=True`): a `LevelCurriculum` on the episode sum of "track_lin_vel";
+level l in [0, 1] scales the command bounds from `command_bounds` (l = 0) to
+`command_bounds_max` (l = 1); one level up when the mean episode sum reaches
+`curriculum_threshold` of the maximum (w_lin * episode seconds).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+
+import attrs
+import mujoco
+import numpy as np
+import warp as wp
+
+from unilab_envs._core.task import Capacity, Task, TaskContext, TaskSpec
+from unilab_envs.curriculum import Curriculum, LevelCurriculum
+from unilab_envs.randomization import DomainRandomization
+from unilab_envs.tasks import _velocity_kernels as K
+from unilab_envs.tasks.robots import RobotConfig, humanoid, quadruped
+
+__all__ = [
+    "VelocityConfig",
+    "VelocityTask",
+    "build_robot_model",
+    "make_humanoid_velocity",
+    "make_quadruped_velocity",
+    "make_velocity_task",
+]
+
+_vec3 = attrs.validators.deep_iterable(attrs.validators.ge(0.0))
+
+
+def _triple(value) -> tuple[float, float, float]:
+    out = tuple(float(v) for v in value)
+    if len(out) != 3:
+        raise ValueError(f"expected 3 values (vx, vy, yaw rate), got {value!r}")
+    return out  # type: ignore[return-value]
+
+
+@attrs.frozen(kw_only=True)
+class VelocityConfig:
+    """Task options (reward weights, commands, noise, curriculum); variants via `attrs.evolve`.
+
+    Weights are per second (the reward multiplies them by step_dt); penalties are negative.
+    """
+
+    decimation: int = attrs.field(default=4, validator=attrs.validators.ge(1))
+    physics_dt: float = attrs.field(default=0.005, validator=attrs.validators.gt(0.0))
+    episode_length_s: float = attrs.field(default=20.0, validator=attrs.validators.gt(0.0))
+    # commands
+    command_bounds: tuple[float, float, float] = attrs.field(
+        default=(1.0, 0.5, 1.0), converter=_triple, validator=_vec3
+    )
+    command_bounds_max: tuple[float, float, float] = attrs.field(
+        default=(2.0, 1.0, 2.0), converter=_triple, validator=_vec3
+    )
+    resample_s: float = attrs.field(default=10.0, validator=attrs.validators.gt(0.0))
+    standing_prob: float = attrs.field(
+        default=0.02, validator=[attrs.validators.ge(0.0), attrs.validators.le(1.0)]
+    )
+    # rewards
+    w_track_lin_vel: float = 1.5
+    w_track_ang_vel: float = 0.75
+    std_lin_vel: float = attrs.field(default=0.5, validator=attrs.validators.gt(0.0))
+    std_ang_vel: float = attrs.field(default=0.5, validator=attrs.validators.gt(0.0))
+    w_lin_vel_z: float = -2.0
+    w_ang_vel_xy: float = -0.05
+    w_orientation: float = -2.5
+    w_torques: float = -2e-4
+    w_joint_acc: float = -2.5e-7
+    w_action_rate: float = -0.01
+    w_joint_limits: float = -1.0
+    soft_limit_factor: float = attrs.field(
+        default=0.95, validator=[attrs.validators.gt(0.0), attrs.validators.le(1.0)]
+    )
+    w_feet_air_time: float = 0.25
+    air_time_threshold: float = 0.5
+    w_joint_deviation: float = -1.0
+    w_termination: float = -50.0
+    # observation noise (uniform, +-value)
+    obs_noise: bool = True
+    noise_ang_vel: float = 0.2
+    noise_gravity: float = 0.05
+    noise_joint_pos: float = 0.01
+    noise_joint_vel: float = 1.5
+    # resets
+    reset_joint_noise: float = attrs.field(default=0.1, validator=attrs.validators.ge(0.0))
+    reset_lin_vel: float = attrs.field(default=0.2, validator=attrs.validators.ge(0.0))
+    reset_ang_vel: float = attrs.field(default=0.2, validator=attrs.validators.ge(0.0))
+    # curriculum
+    curriculum: bool = True
+    curriculum_levels: int = attrs.field(default=5, validator=attrs.validators.ge(1))
+    curriculum_threshold: float = attrs.field(default=0.8, validator=attrs.validators.gt(0.0))
+    # default domain randomization: friction scale and base pushes (None = off)
+    friction_scale: tuple[float, float] | None = (0.6, 1.25)
+    push_velocity: tuple[float, ...] = (0.5, 0.5)
+    push_interval_s: tuple[float, float] = (10.0, 15.0)
+
+    def __attrs_post_init__(self) -> None:
+        for lo, hi in zip(self.command_bounds, self.command_bounds_max, strict=True):
+            if hi < lo:
+                raise ValueError(
+                    f"command_bounds_max {self.command_bounds_max} below command_bounds "
+                    f"{self.command_bounds}"
+                )
+
+    @property
+    def step_dt(self) -> float:
+        return self.physics_dt * self.decimation
+
+    @property
+    def max_episode_steps(self) -> int:
+        return max(1, round(self.episode_length_s / self.step_dt))
+
+
+def _ids(mjm: mujoco.MjModel, obj: mujoco.mjtObj, names, what: str, path: str) -> list[int]:
+    ids = [mujoco.mj_name2id(mjm, obj, n) for n in names]
+    missing = [n for n, i in zip(names, ids, strict=True) if i < 0]
+    if missing:
+        raise ValueError(f"MJCF {path!r} lacks the {what} {missing} named in the robot config")
+    return ids
+
+
+def build_robot_model(robot: RobotConfig) -> mujoco.MjModel:
+    """Load `robot.mjcf`, check the named joints/bodies, add PD actuators and a floor if needed.
+
+    Raises ValueError naming the missing joints or bodies, or a joint without an actuator.
+    """
+    path = robot.mjcf
+    if not os.path.isfile(path):
+        raise ValueError(f"robot {robot.name!r}: MJCF file {path!r} does not exist")
+    spec = mujoco.MjSpec.from_file(path)
+    joints = {j.name for j in spec.joints}
+    missing = [n for n in robot.joint_names if n not in joints]
+    if missing:
+        raise ValueError(f"MJCF {path!r} lacks the joints {missing} named in the robot config")
+    bodies = {b.name for b in spec.bodies}
+    wanted = [robot.base_body, *robot.foot_bodies, *(robot.termination_bodies or ())]
+    missing = [n for n in dict.fromkeys(wanted) if n not in bodies]
+    if missing:
+        raise ValueError(f"MJCF {path!r} lacks the bodies {missing} named in the robot config")
+    if robot.kp is not None:
+        _replace_actuators(spec, robot)
+    if not any(g.type == mujoco.mjtGeom.mjGEOM_PLANE for g in spec.worldbody.geoms):
+        spec.worldbody.add_geom(
+            name="unilab_floor", type=mujoco.mjtGeom.mjGEOM_PLANE, size=[0, 0, 0.05]
+        )
+    return spec.compile()
+
+
+def _replace_actuators(spec: mujoco.MjSpec, robot: RobotConfig) -> None:
+    names = set(robot.joint_names)
+    for act in list(spec.actuators):
+        if act.trntype == mujoco.mjtTrn.mjTRN_JOINT and act.target in names:
+            spec.delete(act)
+    kp, kv = robot.per_joint("kp"), robot.per_joint("kv") or (0.0,) * robot.num_joints
+    effort, armature = robot.per_joint("effort_limit"), robot.per_joint("armature")
+    by_name = {j.name: j for j in spec.joints}
+    for i, name in enumerate(robot.joint_names):
+        act = spec.add_actuator(name=f"{name}_pd", target=name, trntype=mujoco.mjtTrn.mjTRN_JOINT)
+        act.set_to_position(kp=kp[i], kv=kv[i])
+        if effort is not None:
+            act.forcelimited = mujoco.mjtLimited.mjLIMITED_TRUE
+            act.forcerange = [-effort[i], effort[i]]
+        if armature is not None:
+            by_name[name].armature = armature[i]
+
+
+class VelocityTask(Task):
+    """Command-tracking locomotion for any `RobotConfig`; see the module docstring."""
+
+    def __init__(self, robot: RobotConfig, config: VelocityConfig | None = None) -> None:
+        if not isinstance(robot, RobotConfig):
+            raise TypeError(f"robot must be a RobotConfig, got {type(robot).__name__}")
+        self.robot = robot
+        self.config = cfg = config or VelocityConfig()
+        j, f = robot.num_joints, len(robot.foot_bodies)
+        max_track = (cfg.w_track_lin_vel + cfg.w_track_ang_vel) * cfg.episode_length_s
+        self.spec = TaskSpec(
+            name=f"{robot.name}-velocity",
+            action_dim=j,
+            observation_dims={"policy": 9 + 3 * j, "critic": 13 + 3 * j + f},
+            decimation=cfg.decimation,
+            physics_dt=cfg.physics_dt,
+            max_episode_steps=cfg.max_episode_steps,
+            success_threshold=0.6 * max_track,
+            log_terms=K.LOG_TERMS,
+            capacity=Capacity(nconmax=robot.nconmax, njmax=robot.njmax),
+            forward_after_reset=False,
+        )
+
+    # ------------------------------------------------------------------ host side
+    def build_model(self) -> mujoco.MjModel:
+        mjm = build_robot_model(self.robot)
+        self._index(mjm)
+        return mjm
+
+    def _index(self, mjm: mujoco.MjModel) -> None:
+        r, path = self.robot, self.robot.mjcf
+        jids = _ids(mjm, mujoco.mjtObj.mjOBJ_JOINT, r.joint_names, "joints", path)
+        base = _ids(mjm, mujoco.mjtObj.mjOBJ_BODY, [r.base_body], "bodies", path)[0]
+        free = [
+            i
+            for i in range(mjm.njnt)
+            if mjm.jnt_bodyid[i] == base and mjm.jnt_type[i] == mujoco.mjtJoint.mjJNT_FREE
+        ]
+        if not free:
+            raise ValueError(f"MJCF {path!r}: base body {r.base_body!r} has no free joint")
+        self._qb, self._vb = int(mjm.jnt_qposadr[free[0]]), int(mjm.jnt_dofadr[free[0]])
+        act_ids = []
+        for name, jid in zip(r.joint_names, jids, strict=True):
+            acts = [
+                a
+                for a in range(mjm.nu)
+                if mjm.actuator_trntype[a] == mujoco.mjtTrn.mjTRN_JOINT
+                and mjm.actuator_trnid[a, 0] == jid
+            ]
+            if len(acts) != 1:
+                raise ValueError(
+                    f"MJCF {path!r}: joint {name!r} has {len(acts)} actuators, needs exactly 1 "
+                    "(or give kp/kv in the robot config)"
+                )
+            act_ids.append(acts[0])
+        feet = _ids(mjm, mujoco.mjtObj.mjOBJ_BODY, r.foot_bodies, "bodies", path)
+        term = _ids(
+            mjm, mujoco.mjtObj.mjOBJ_BODY, r.termination_bodies or (r.base_body,), "bodies", path
+        )
+        geom_foot = np.full(mjm.ngeom, -1, np.int32)
+        for k, b in enumerate(feet):
+            geom_foot[mjm.geom_bodyid == b] = k
+        rng = mjm.jnt_range[jids].astype(np.float64)
+        limited = mjm.jnt_limited[jids].astype(bool)
+        rng[~limited] = (-1e6, 1e6)
+        mid, half = rng.mean(axis=1), 0.5 * (rng[:, 1] - rng[:, 0]) * self.config.soft_limit_factor
+        self._host = {
+            "qadr": np.asarray(mjm.jnt_qposadr[jids], np.int32),
+            "dadr": np.asarray(mjm.jnt_dofadr[jids], np.int32),
+            "act_id": np.asarray(act_ids, np.int32),
+            "default": np.asarray(r.default_pose, np.float32),
+            "scale": np.asarray(r.per_joint("action_scale"), np.float32),
+            "soft_lo": (mid - half).astype(np.float32),
+            "soft_hi": (mid + half).astype(np.float32),
+            "jnt_lo": rng[:, 0].astype(np.float32),
+            "jnt_hi": rng[:, 1].astype(np.float32),
+            "dev_weight": np.asarray(r.joint_deviation or (0.0,) * r.num_joints, np.float32),
+            "geom_ground": (mjm.geom_bodyid == 0).astype(np.int32),
+            "geom_foot": geom_foot,
+            "geom_term": np.isin(mjm.geom_bodyid, term).astype(np.int32),
+        }
+
+    def params(self) -> K.Params:
+        """The kernels' scalar parameters (a warp struct) for this task and robot."""
+        c, r = self.config, self.robot
+        p = K.Params()
+        p.nj, p.nfoot, p.qb, p.vb = r.num_joints, len(r.foot_bodies), self._qb, self._vb
+        p.step_dt = c.step_dt
+        p.w_lin, p.w_ang = c.w_track_lin_vel, c.w_track_ang_vel
+        p.inv_var_lin, p.inv_var_ang = 1.0 / c.std_lin_vel**2, 1.0 / c.std_ang_vel**2
+        p.w_lin_z, p.w_ang_xy, p.w_orient = c.w_lin_vel_z, c.w_ang_vel_xy, c.w_orientation
+        p.w_torque, p.w_acc, p.w_rate = c.w_torques, c.w_joint_acc, c.w_action_rate
+        p.w_limits, p.w_air, p.air_threshold = (
+            c.w_joint_limits,
+            c.w_feet_air_time,
+            c.air_time_threshold,
+        )
+        p.air_min_command, p.w_dev, p.w_term = 0.1, c.w_joint_deviation, c.w_termination
+        p.min_height, p.cos_max_tilt = r.min_base_height, math.cos(r.max_tilt)
+        p.resample_s, p.standing_prob = c.resample_s, c.standing_prob
+        p.cmd_lo, p.cmd_hi = wp.vec3(*c.command_bounds), wp.vec3(*c.command_bounds_max)
+        if not c.curriculum:  # without a curriculum the level stays 0: use the full range
+            p.cmd_lo = p.cmd_hi
+        p.init_height = r.init_height
+        p.reset_joint_noise, p.reset_lin_vel, p.reset_ang_vel = (
+            c.reset_joint_noise,
+            c.reset_lin_vel,
+            c.reset_ang_vel,
+        )
+        p.noise = int(c.obs_noise)
+        p.noise_ang_vel, p.noise_gravity = c.noise_ang_vel, c.noise_gravity
+        p.noise_joint_pos, p.noise_joint_vel = c.noise_joint_pos, c.noise_joint_vel
+        return p
+
+    def bind(self, ctx: TaskContext) -> None:
+        dev, n, f = ctx.device, ctx.num_envs, len(self.robot.foot_bodies)
+        h = self._host
+        self._a = {
+            k: wp.array(v, dtype=wp.int32 if v.dtype == np.int32 else float, device=dev)
+            for k, v in h.items()
+        }
+        self._p = self.params()
+        self.command = wp.zeros(n, dtype=wp.vec3, device=dev)
+        self.command_time_left = wp.zeros(n, dtype=float, device=dev)
+        self.air_time = wp.zeros((n, f), dtype=float, device=dev)
+        self.foot_contact = wp.zeros((n, f), dtype=float, device=dev)
+        self.bad_contact = wp.zeros(n, dtype=wp.int32, device=dev)
+
+    def curriculum(self) -> Curriculum | None:
+        c = self.config
+        if not c.curriculum:
+            return None
+        full = c.w_track_lin_vel * c.max_episode_steps * c.step_dt
+        return LevelCurriculum(
+            metric="track_lin_vel",
+            num_levels=c.curriculum_levels,
+            up_threshold=c.curriculum_threshold * full,
+        )
+
+    def domain_randomization(self) -> DomainRandomization | None:
+        c = self.config
+        if c.friction_scale is None and not c.push_velocity:
+            return None
+        root = None
+        if c.push_velocity and os.path.isfile(self.robot.mjcf):  # else build_model raises
+            spec = mujoco.MjSpec.from_file(self.robot.mjcf)
+            root = next((j.name for j in spec.joints if j.type == mujoco.mjtJoint.mjJNT_FREE), None)
+            root = root or None  # an unnamed free joint cannot be pushed by name
+        return DomainRandomization(
+            friction_scale=c.friction_scale,
+            push_joint=root,
+            push_velocity=c.push_velocity if root is not None else (),
+            push_interval_s=c.push_interval_s,
+        )
+
+    # ------------------------------------------------------------------ device side
+    def apply_action(self, ctx: TaskContext) -> None:
+        a = self._a
+        wp.launch(
+            K.apply_action,
+            dim=(ctx.num_envs, self.robot.num_joints),
+            inputs=[ctx.action, a["act_id"], a["default"], a["scale"]],
+            outputs=[ctx.data.ctrl],
+            device=ctx.device,
+        )
+
+    def post_physics(self, ctx: TaskContext) -> None:
+        a, d, n = self._a, ctx.data, ctx.num_envs
+        wp.launch(
+            K.resample_commands,
+            dim=n,
+            inputs=[ctx.seed, ctx.rng_counter, ctx.curriculum_level, self._p],
+            outputs=[self.command_time_left, self.command],
+            device=ctx.device,
+        )
+        wp.launch(
+            K.clear_contacts,
+            dim=n,
+            inputs=[self._p.nfoot],
+            outputs=[self.foot_contact, self.bad_contact],
+            device=ctx.device,
+        )
+        wp.launch(
+            K.scan_contacts,
+            dim=d.naconmax,
+            inputs=[
+                d.nacon,
+                d.contact.geom,
+                d.contact.worldid,
+                d.contact.type,
+                a["geom_ground"],
+                a["geom_foot"],
+                a["geom_term"],
+            ],
+            outputs=[self.foot_contact, self.bad_contact],
+            device=ctx.device,
+        )
+
+    def evaluate(
+        self, ctx: TaskContext, reward: wp.array, terminated: wp.array, log: wp.array
+    ) -> None:
+        a, d = self._a, ctx.data
+        wp.launch(
+            K.evaluate,
+            dim=ctx.num_envs,
+            inputs=[
+                self._p,
+                d.qpos,
+                d.qvel,
+                d.qacc,
+                d.actuator_force,
+                ctx.action,
+                ctx.last_action,
+                self.command,
+                self.foot_contact,
+                self.bad_contact,
+                a["qadr"],
+                a["dadr"],
+                a["act_id"],
+                a["default"],
+                a["soft_lo"],
+                a["soft_hi"],
+                a["dev_weight"],
+            ],
+            outputs=[self.air_time, reward, terminated, log],
+            device=ctx.device,
+        )
+
+    def observe(self, ctx: TaskContext, obs) -> None:
+        a, d = self._a, ctx.data
+        wp.launch(
+            K.observe,
+            dim=ctx.num_envs,
+            inputs=[
+                ctx.seed,
+                ctx.rng_counter,
+                self._p,
+                d.qpos,
+                d.qvel,
+                ctx.action,
+                ctx.episode_length,
+                self.command,
+                self.foot_contact,
+                a["qadr"],
+                a["dadr"],
+                a["default"],
+            ],
+            outputs=[obs["policy"], obs["critic"]],
+            device=ctx.device,
+        )
+
+    def reset_worlds(self, ctx: TaskContext, mask: wp.array) -> None:
+        a, d = self._a, ctx.data
+        wp.launch(
+            K.reset_worlds,
+            dim=ctx.num_envs,
+            inputs=[
+                ctx.seed,
+                ctx.rng_counter,
+                mask,
+                ctx.curriculum_level,
+                self._p,
+                a["qadr"],
+                a["default"],
+                a["jnt_lo"],
+                a["jnt_hi"],
+            ],
+            outputs=[
+                d.qpos,
+                d.qvel,
+                self.command,
+                self.command_time_left,
+                self.air_time,
+                self.foot_contact,
+                self.bad_contact,
+            ],
+            device=ctx.device,
+        )
+
+
+_QUADRUPED_DEFAULTS: dict = {}
+_HUMANOID_DEFAULTS: dict = {
+    "command_bounds": (0.5, 0.3, 0.5),
+    "command_bounds_max": (1.0, 0.5, 1.0),
+    "w_track_lin_vel": 1.0,
+    "w_track_ang_vel": 1.0,
+    "w_lin_vel_z": -0.2,
+    "w_orientation": -1.0,
+    "w_torques": -1e-5,
+    "w_joint_acc": -1.25e-7,
+    "w_action_rate": -0.005,
+    "air_time_threshold": 0.4,
+    "w_termination": -200.0,
+    "push_velocity": (0.3, 0.3),
+}
+
+
+def make_velocity_task(robot: RobotConfig, **overrides) -> VelocityTask:
+    """A velocity task for any robot; `overrides` are `VelocityConfig` fields."""
+    return VelocityTask(robot, VelocityConfig(**overrides))
+
+
+def make_quadruped_velocity(robot: RobotConfig | None = None, **overrides) -> VelocityTask:
+    """`quadruped-velocity`: UniLab's quadruped (or `robot`) with quadruped reward defaults."""
+    return VelocityTask(
+        robot or quadruped(), VelocityConfig(**{**_QUADRUPED_DEFAULTS, **overrides})
+    )
+
+
+def make_humanoid_velocity(robot: RobotConfig | None = None, **overrides) -> VelocityTask:
+    """`humanoid-velocity`: UniLab's humanoid (or `robot`) with biped reward defaults."""
+    return VelocityTask(robot or humanoid(), VelocityConfig(**{**_HUMANOID_DEFAULTS, **overrides}))

@@ -1,0 +1,132 @@
+"""`check_vec_env(env)`: a conformance check for environments following UniLab's env contract.
+
+Usable by third parties: any object with `num_envs`, `device`, `action_dim`,
+`observation_shapes`, `max_episode_steps`, `step_dt`, `reset()` and `step(action)` returning
+TensorDicts as documented in `unilab_envs.VecEnv` passes. Raises AssertionError naming the
+first violation. Pass `make_env` (a zero-argument factory of a fresh env with the same seed)
+to also check determinism: two envs driven by the same actions must give bitwise equal output.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import torch
+from tensordict import TensorDict
+
+__all__ = ["check_vec_env"]
+
+_STEP_KEYS = ("reward", "terminated", "truncated", "done")
+
+
+def _actions(env: Any, steps: int, seed: int) -> list[torch.Tensor]:
+    gen = torch.Generator().manual_seed(seed)
+    return [
+        (torch.rand(env.num_envs, env.action_dim, generator=gen) * 2 - 1).to(env.device)
+        for _ in range(steps)
+    ]
+
+
+def _check_obs(env: Any, td: TensorDict, key: str) -> None:
+    assert key in td.keys(include_nested=True), f"missing {key!r} in env output"
+    for group, shape in env.observation_shapes.items():
+        x = td[key, group]
+        assert x.shape == (env.num_envs, *shape), f"{key}/{group}: shape {tuple(x.shape)}"
+        assert x.dtype == torch.float32, f"{key}/{group}: dtype {x.dtype}"
+        assert x.device == env.device, f"{key}/{group}: device {x.device} != {env.device}"
+        assert bool(torch.isfinite(x).all()), f"{key}/{group}: non-finite values"
+
+
+def _check_step(env: Any, td: TensorDict) -> None:
+    n = env.num_envs
+    assert tuple(td.batch_size) == (n,), f"batch_size {tuple(td.batch_size)} != ({n},)"
+    _check_obs(env, td, "obs")
+    _check_obs(env, td, "final_obs")
+    assert td["reward"].shape == (n,) and td["reward"].dtype == torch.float32, "reward: float32 [N]"
+    assert bool(torch.isfinite(td["reward"]).all()), "reward: non-finite values"
+    for key in ("terminated", "truncated", "done"):
+        assert td[key].shape == (n,) and td[key].dtype == torch.bool, f"{key}: bool [N]"
+        assert td[key].device == env.device, f"{key}: device"
+    assert torch.equal(td["done"], td["terminated"] | td["truncated"]), (
+        "done != terminated | truncated"
+    )
+    for key in ("return", "length"):
+        x = td["episode", key]
+        assert x.shape == (n,) and x.dtype == torch.float32, f"episode/{key}: float32 [N]"
+        assert bool((x[~td["done"]] == 0).all()), f"episode/{key} nonzero where not done"
+    length = td["episode", "length"][td["done"]]
+    assert bool((length >= 1).all()), "finished episode with length < 1"
+    assert bool((length <= env.max_episode_steps).all()), "episode longer than max_episode_steps"
+    trunc_len = td["episode", "length"][td["truncated"]]
+    assert bool((trunc_len == env.max_episode_steps).all()), "truncated before the time limit"
+    not_done = ~td["done"]
+    for group in env.observation_shapes:
+        assert torch.equal(td["final_obs", group][not_done], td["obs", group][not_done]), (
+            f"final_obs/{group} differs from obs where not done"
+        )
+
+
+def check_vec_env(
+    env: Any,
+    *,
+    steps: int = 50,
+    make_env: Callable[[], Any] | None = None,
+    seed: int = 0,
+) -> dict[str, int]:
+    """Check `env` against the contract for `steps` random-action steps; return counts.
+
+    Checks: attribute types; `reset()` output keys/shapes/dtypes/devices; every step's keys,
+    shapes, dtypes, devices, finiteness, `done == terminated | truncated`, episode statistics
+    zero where not done and within [1, max_episode_steps] where done, truncation only at the
+    time limit, `final_obs == obs` where not done, the returned episode return equal to the sum
+    of that world's rewards since its last reset; a wrong action shape raises ValueError; and,
+    with `make_env`, bitwise determinism of two fresh envs under the same actions.
+    Returns {"steps", "episodes", "terminated", "truncated"} counts seen.
+    """
+    n = env.num_envs
+    assert isinstance(n, int) and n >= 1, "num_envs must be a positive int"
+    assert isinstance(env.device, torch.device), "device must be a torch.device"
+    assert isinstance(env.action_dim, int) and env.action_dim >= 1, "action_dim must be int >= 1"
+    assert env.observation_shapes, "observation_shapes is empty"
+    assert env.step_dt > 0, "step_dt must be > 0"
+    td = env.reset()
+    _check_obs(env, td, "obs")
+    try:
+        env.step(torch.zeros(n + 1, env.action_dim, device=env.device))
+    except ValueError:
+        pass
+    else:
+        raise AssertionError("a wrong action shape did not raise ValueError")
+    running = torch.zeros(n, dtype=torch.float64, device=env.device)
+    counts = {"steps": 0, "episodes": 0, "terminated": 0, "truncated": 0}
+    for action in _actions(env, steps, seed):
+        out = env.step(action)
+        _check_step(env, out)
+        running += out["reward"].double()
+        done = out["done"]
+        if bool(done.any()):
+            expected = running[done].float()
+            got = out["episode", "return"][done]
+            assert torch.allclose(got, expected, rtol=1e-4, atol=1e-3), (
+                f"episode return {got.tolist()[:4]} != summed rewards {expected.tolist()[:4]}"
+            )
+            running[done] = 0
+        counts["steps"] += 1
+        counts["episodes"] += int(done.sum())
+        counts["terminated"] += int(out["terminated"].sum())
+        counts["truncated"] += int(out["truncated"].sum())
+    if make_env is not None:
+        _check_determinism(make_env, steps=min(steps, 20), seed=seed)
+    return counts
+
+
+def _check_determinism(make_env: Callable[[], Any], *, steps: int, seed: int) -> None:
+    envs = [make_env(), make_env()]
+    outs = [[e.reset()] for e in envs]
+    for action in _actions(envs[0], steps, seed + 1):
+        for e, o in zip(envs, outs):
+            o.append(e.step(action.clone()))
+    for t, (a, b) in enumerate(zip(*outs)):
+        for key in a.keys(include_nested=True, leaves_only=True):
+            assert torch.equal(a[key], b[key]), f"not deterministic: {key} differs at step {t}"

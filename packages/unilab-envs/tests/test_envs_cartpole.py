@@ -1,0 +1,71 @@
+"""Cart-pole rewards on hand-made states, and the rsl_rl 5.4.2 adapter."""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import warp as wp
+
+import unilab_envs
+from unilab_envs.rsl_rl import RslRlVecEnv
+
+
+def _evaluate_at(name: str, qpos, qvel, action):
+    env = unilab_envs.make(name, num_envs=len(qpos), seed=0)
+    env.reset()
+    ctx = env.ctx
+    wp.to_torch(ctx.data.qpos).copy_(torch.tensor(qpos))
+    wp.to_torch(ctx.data.qvel).copy_(torch.tensor(qvel))
+    wp.to_torch(ctx.action).copy_(torch.tensor(action))
+    with wp.ScopedDevice("cpu"):
+        env.task.evaluate(ctx, env._reward, env._terminated, env._log)
+    return wp.to_torch(env._reward).clone(), wp.to_torch(env._terminated).clone()
+
+
+def test_balance_reward_hand_computed():
+    r, term = _evaluate_at(
+        "cartpole-balance",
+        qpos=[[0.0, 0.0], [1.0, 0.5], [0.0, 0.9], [2.5, 0.0]],
+        qvel=[[0.0, 0.0], [2.0, -4.0], [0.0, 0.0], [0.0, 0.0]],
+        action=[[0.0], [0.0], [0.0], [0.0]],
+    )
+    expected = [1.0, 1.0 - 0.25 - 0.02 - 0.02, -2.0 - 0.81, -2.0]
+    assert torch.allclose(r, torch.tensor(expected), atol=1e-6)
+    assert term.tolist() == [False, False, True, True]
+
+
+def test_swingup_reward_hand_computed():
+    r, term = _evaluate_at(
+        "cartpole-swingup",
+        qpos=[[0.0, 0.0], [0.0, math.pi], [1.0, 0.0], [3.0, 0.0]],
+        qvel=[[0.0, 0.0], [0.0, 0.0], [0.0, 5.0], [0.0, 0.0]],
+        action=[[0.0], [0.0], [1.0], [0.0]],
+    )
+    third = 1.0 * (1 + math.exp(-1)) / 2 * (4 + math.exp(-1)) / 5 * (1 + math.exp(-1)) / 2
+    assert torch.allclose(r, torch.tensor([1.0, 0.0, third, 0.0]), atol=1e-6)
+    assert term.tolist() == [False, False, False, True]
+
+
+def test_success_thresholds_and_limits():
+    bal = unilab_envs.make("cartpole-balance", num_envs=1)
+    swing = unilab_envs.make("cartpole-swingup", num_envs=1)
+    assert (bal.success_threshold, bal.max_episode_steps) == (450.0, 500)
+    assert (swing.success_threshold, swing.max_episode_steps) == (300.0, 500)
+
+
+def test_rsl_rl_adapter_interface_and_runner_rollout():
+    from rsl_rl.env import VecEnv as RslVecEnv
+
+    env = RslRlVecEnv(unilab_envs.make("cartpole-balance", num_envs=4, seed=0, max_episode_steps=3))
+    assert isinstance(env, RslVecEnv)
+    assert (env.num_envs, env.num_actions, env.max_episode_length) == (4, 1, 3)
+    obs = env.get_observations()
+    assert obs["policy"].shape == (4, 5) and obs["critic"].shape == (4, 5)
+    for t in range(3):
+        obs, rew, dones, extras = env.step(torch.zeros(4, 1))
+        assert rew.shape == (4,) and dones.dtype == torch.long
+        assert torch.equal(extras["time_outs"], torch.full((4,), t == 2))
+    assert torch.equal(dones, torch.ones(4, dtype=torch.long))
+    assert float(extras["log"]["/episode/length"]) == 3.0
+    assert torch.equal(env.episode_length_buf, torch.zeros(4, dtype=torch.long))

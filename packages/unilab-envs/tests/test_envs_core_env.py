@@ -1,0 +1,194 @@
+"""The env layer on cartpole (warp CPU device): contract, resets, determinism, errors."""
+
+from __future__ import annotations
+
+import math
+
+import mujoco_warp as mjw
+import numpy as np
+import pytest
+import torch
+import warp as wp
+
+import unilab_envs
+from unilab_envs._core.reset import reset_state
+from unilab_envs.testing import check_vec_env
+
+N = 6
+
+
+def _make(**kw):
+    kw.setdefault("max_episode_steps", 15)
+    return unilab_envs.make("cartpole-balance", num_envs=N, device="cpu", seed=3, **kw)
+
+
+def test_check_vec_env_balance_and_swingup():
+    counts = check_vec_env(_make(), steps=40, make_env=_make)
+    # 40 steps with a 15-step limit: every world finishes at least two episodes.
+    assert counts["steps"] == 40
+    assert counts["episodes"] >= 2 * N
+    assert counts["truncated"] + counts["terminated"] == counts["episodes"]
+    swing = unilab_envs.make("cartpole-swingup", num_envs=4, seed=1, max_episode_steps=10)
+    counts = check_vec_env(swing, steps=25)
+    assert counts["truncated"] >= 8  # hanging pole: time limits, not failures
+
+
+def test_reset_output_and_initial_state_ranges():
+    env = _make()
+    td = env.reset()
+    assert set(td.keys(include_nested=True, leaves_only=True)) == {
+        ("obs", "policy"),
+        ("obs", "critic"),
+    }
+    obs = td["obs", "policy"]
+    theta = torch.atan2(obs[:, 2], obs[:, 1])
+    assert bool((obs[:, 0].abs() <= 0.5).all()) and bool((theta.abs() <= 0.2 + 1e-6).all())
+    assert bool((obs[:, 3:].abs() <= 0.1 + 1e-6).all())
+    assert len(set(obs[:, 0].tolist())) == N  # randomized per world
+    assert torch.equal(env.episode_length, torch.zeros(N, dtype=torch.int32))
+
+
+def test_auto_reset_and_truncation_exactly_at_limit():
+    env = _make(max_episode_steps=5)
+    env.reset()
+    for t in range(1, 5):
+        td = env.step(torch.zeros(N, 1))
+        assert torch.equal(env.episode_length, torch.full((N,), t, dtype=torch.int32))
+        assert not bool(td["done"].any())
+        assert torch.equal(td["final_obs", "policy"], td["obs", "policy"])
+    td = env.step(torch.zeros(N, 1))
+    assert bool(td["truncated"].all()) and not bool(td["terminated"].any())
+    assert torch.equal(td["episode", "length"], torch.full((N,), 5.0))
+    assert torch.equal(env.episode_length, torch.zeros(N, dtype=torch.int32))
+    # obs is the fresh episode's start; final_obs is where the old one ended.
+    assert not torch.equal(td["final_obs", "policy"], td["obs", "policy"])
+    theta = torch.atan2(td["obs", "policy"][:, 2], td["obs", "policy"][:, 1])
+    assert bool((theta.abs() <= 0.2 + 1e-6).all())
+    # the episode return is the sum of the five rewards (checked by check_vec_env too); the
+    # log terms' episode sums add up to it.
+    terms = sum(
+        td["episode", k] for k in ("alive", "terminated", "pole_angle", "cart_vel", "pole_vel")
+    )
+    assert torch.allclose(terms, td["episode", "return"], atol=1e-5)
+
+
+def test_termination_by_falling_pole_is_not_truncation():
+    env = _make(max_episode_steps=500)
+    env.reset()
+    action = torch.ones(N, 1)  # full push: the pole falls back past 0.8 rad quickly
+    for _ in range(200):
+        td = env.step(action)
+        if bool(td["done"].any()):
+            break
+    assert bool(td["terminated"].any()) and not bool(td["truncated"].any())
+    d = td["done"]
+    assert bool((td["episode", "length"][d] < 200).all())
+    # a failure step pays -2 and no alive bonus
+    assert bool((td["log", "terminated"][d] == -2.0).all()) and bool(
+        (td["log", "alive"][d] == 0).all()
+    )
+
+
+def test_same_seed_same_numbers_other_seed_differs():
+    a = _make().reset()["obs", "policy"]
+    b = _make().reset()["obs", "policy"]
+    c = unilab_envs.make("cartpole-balance", num_envs=N, seed=4).reset()["obs", "policy"]
+    assert torch.equal(a, b)
+    assert not torch.equal(a, c)
+
+
+def test_resets_draw_new_numbers_each_time():
+    env = _make()
+    first = env.reset()["obs", "policy"].clone()
+    second = env.reset()["obs", "policy"].clone()
+    assert not torch.equal(first, second)  # the RNG counter advanced
+
+
+def test_random_actions_hundreds_of_steps_without_nan():
+    for name in ("cartpole-balance", "cartpole-swingup"):
+        env = unilab_envs.make(name, num_envs=8, seed=0)
+        env.reset()
+        gen = torch.Generator().manual_seed(0)
+        episodes = 0
+        for _ in range(200):
+            td = env.step(torch.rand(8, 1, generator=gen) * 2 - 1)
+            for key in td.keys(include_nested=True, leaves_only=True):
+                if td[key].is_floating_point():
+                    assert bool(torch.isfinite(td[key]).all()), (name, key)
+            episodes += int(td["done"].sum())
+        assert episodes > 0
+
+
+def test_bad_actions_and_names_raise_clear_errors():
+    env = _make()
+    with pytest.raises(RuntimeError, match="reset"):
+        env.step(torch.zeros(N, 1))
+    env.reset()
+    with pytest.raises(ValueError, match=r"action shape \(6, 2\)"):
+        env.step(torch.zeros(N, 2))
+    with pytest.raises(ValueError, match="NaN"):
+        env.step(torch.tensor([[0.0], [float("nan")], [0.0], [0.0], [0.0], [0.0]]))
+    with pytest.raises(TypeError, match=r"torch\.Tensor"):
+        env.step(np.zeros((N, 1), np.float32))
+    with pytest.raises(TypeError, match="floating"):
+        env.step(torch.zeros(N, 1, dtype=torch.int64))
+    with pytest.raises(ValueError, match=r"unknown task 'cartpole-nope'.*cartpole-balance"):
+        unilab_envs.make("cartpole-nope", num_envs=2)
+    with pytest.raises(ValueError, match="no option"):
+        unilab_envs.make("cartpole-balance", num_envs=2, wheels=4)
+    with pytest.raises(ValueError, match="num_envs"):
+        unilab_envs.make("cartpole-balance", num_envs=0)
+
+
+def test_actions_are_clamped_to_unit_box():
+    env = _make()
+    env.reset()
+    env.step(torch.full((N, 1), 7.0))
+    assert torch.equal(wp.to_torch(env.ctx.data.ctrl), torch.ones(N, 1))
+
+
+def test_fast_reset_matches_mujoco_warp_reset_data():
+    env = _make()
+    env.reset()
+    for _ in range(3):
+        env.step(torch.rand(N, 1))
+    ctx = env.ctx
+    mask = wp.array(np.array([1, 0, 1, 0, 0, 1], bool), dtype=wp.bool, device="cpu")
+    fields = ("qpos", "qvel", "ctrl", "time", "qacc_warmstart", "qfrc_applied", "act")
+    before = {f: wp.to_torch(getattr(ctx.data, f)).clone() for f in fields}
+    with wp.ScopedDevice("cpu"):
+        reset_state(ctx.model, ctx.data, mask, full=False)
+        ours = {f: wp.to_torch(getattr(ctx.data, f)).clone() for f in fields}
+        for f in fields:
+            wp.to_torch(getattr(ctx.data, f)).copy_(before[f])
+        mjw.reset_data(ctx.model, ctx.data, mask)
+    for f in fields:
+        assert torch.equal(ours[f], wp.to_torch(getattr(ctx.data, f))), f
+    assert torch.equal(ours["qpos"][1], before["qpos"][1])  # unmasked world untouched
+    assert torch.equal(ours["qpos"][0], torch.zeros(2))
+
+
+def test_overflow_is_reported():
+    env = _make(on_overflow="raise", overflow_check_interval=0)
+    env.reset()
+    env.step(torch.zeros(N, 1))
+    assert env.check_overflow() == 0
+    wp.to_torch(env.ctx.data.overflow)[2] = int(mjw._src.types.OverflowType.NEFC)
+    env.step(torch.zeros(N, 1))
+    with pytest.raises(RuntimeError, match=r"1 of 6 worlds overflowed MJWarp capacity \(NEFC\)"):
+        env.check_overflow()
+    warn_env = _make(on_overflow="warn", overflow_check_interval=1)
+    warn_env.reset()
+    wp.to_torch(warn_env.ctx.data.overflow)[0] = int(mjw._src.types.OverflowType.NARROWPHASE)
+    with pytest.warns(RuntimeWarning, match="NARROWPHASE"):
+        warn_env.step(torch.zeros(N, 1))
+
+
+def test_memory_and_attributes():
+    env = _make()
+    assert env.action_dim == 1 and env.observation_shapes == {"policy": (5,), "critic": (5,)}
+    assert math.isclose(env.step_dt, 0.02) and env.max_episode_steps == 15
+    mem = env.memory_bytes()
+    assert mem["total"] == mem["model"] + mem["data"] + mem["env"]
+    assert 0 < mem["per_env"] < 100_000
+    assert "cartpole-balance" in unilab_envs.list_tasks()

@@ -1,0 +1,356 @@
+"""Velocity tasks on warp's CPU device: reward/observation kernels on hand-made states,
+contract checks, standing, curriculum, and custom MJCF files."""
+
+from __future__ import annotations
+
+import math
+import re
+from pathlib import Path
+
+import attrs
+import numpy as np
+import pytest
+import torch
+import warp as wp
+
+import unilab_envs
+from unilab_envs.tasks import _velocity_kernels as K
+from unilab_envs.tasks.robots import QUADRUPED_JOINTS, RobotConfig, quadruped
+from unilab_envs.tasks.velocity import VelocityConfig, VelocityTask, make_quadruped_velocity
+from unilab_envs.testing import check_vec_env
+
+DT = 0.02  # step_dt of both tasks: 0.005 s x 4
+
+
+def _quadruped_task(**overrides) -> VelocityTask:
+    task = make_quadruped_velocity(**overrides)
+    task.mjm = task.build_model()  # indexes the joints, as the env does
+    return task
+
+
+def _quat_z(yaw: float) -> list[float]:
+    return [math.cos(yaw / 2), 0.0, 0.0, math.sin(yaw / 2)]
+
+
+def _quat_x(roll: float) -> list[float]:
+    return [math.cos(roll / 2), math.sin(roll / 2), 0.0, 0.0]
+
+
+def _states(task: VelocityTask, n: int):
+    """Hand-made states: default pose, base at 0.28 m, everything else zero."""
+    mjm, h = task.mjm, task._host
+    qpos = np.zeros((n, mjm.nq), np.float32)
+    qpos[:, 2] = 0.28
+    qpos[:, 3] = 1.0
+    qpos[:, h["qadr"]] = h["default"]
+    return qpos, np.zeros((n, mjm.nv), np.float32)
+
+
+def _evaluate(
+    task, qpos, qvel, cmd, *, act_force=None, action=None, contact=None, air=None, bad=None
+):
+    n, mjm = qpos.shape[0], task.mjm
+    f, j = len(task.robot.foot_bodies), task.robot.num_joints
+    arr = lambda x, dt=float: wp.array(np.asarray(x), dtype=dt, device="cpu")  # noqa: E731
+    h = {k: arr(v, wp.int32 if v.dtype == np.int32 else float) for k, v in task._host.items()}
+    air_time = arr(np.zeros((n, f)) if air is None else air)
+    reward, terminated = (
+        wp.zeros(n, dtype=float, device="cpu"),
+        wp.zeros(n, dtype=wp.bool, device="cpu"),
+    )
+    log = wp.zeros((len(K.LOG_TERMS), n), dtype=float, device="cpu")
+    wp.launch(
+        K.evaluate,
+        dim=n,
+        inputs=[
+            task.params(),
+            arr(qpos),
+            arr(qvel),
+            arr(np.zeros((n, mjm.nv))),
+            arr(np.zeros((n, mjm.nu)) if act_force is None else act_force),
+            arr(np.zeros((n, j)) if action is None else action),
+            arr(np.zeros((n, j))),
+            arr(cmd, wp.vec3),
+            arr(np.ones((n, f)) if contact is None else contact),
+            arr(np.zeros(n) if bad is None else bad, wp.int32),
+            h["qadr"],
+            h["dadr"],
+            h["act_id"],
+            h["default"],
+            h["soft_lo"],
+            h["soft_hi"],
+            h["dev_weight"],
+        ],
+        outputs=[air_time, reward, terminated, log],
+        device="cpu",
+    )
+    logs = {name: log.numpy()[i] for i, name in enumerate(K.LOG_TERMS)}
+    return reward.numpy(), terminated.numpy(), logs, air_time.numpy()
+
+
+def test_reward_terms_on_hand_made_states():
+    task = _quadruped_task()
+    qpos, qvel = _states(task, 4)
+    cmd = np.zeros((4, 3), np.float32)
+    # world 0: perfect tracking of (0.5, -0.2) m/s and 0.3 rad/s, base not rotated
+    cmd[0] = (0.5, -0.2, 0.3)
+    qvel[0, 0:2] = (0.5, -0.2)
+    qvel[0, 5] = 0.3
+    # world 1: heading +90 deg, moving along world +y = body +x: perfect tracking of vx = 0.5
+    qpos[1, 3:7] = _quat_z(math.pi / 2)
+    cmd[1] = (0.5, 0.0, 0.0)
+    qvel[1, 1] = 0.5
+    # world 2: 0.5 m/s short of the command, one 10 N m torque, actions 0.5 after zero,
+    # foot 0 lands after 0.7 s in the air, foot 1 still in the air
+    cmd[2] = (1.0, 0.0, 0.0)
+    qvel[2, 0] = 0.5
+    force = np.zeros((4, 12), np.float32)
+    force[2, 3] = 10.0
+    action = np.zeros((4, 12), np.float32)
+    action[2] = 0.5
+    contact = np.ones((4, 4), np.float32)
+    contact[2, 1] = 0.0
+    air = np.zeros((4, 4), np.float32)
+    air[2, 0], air[2, 1] = 0.7, 0.3
+    # world 3: rolled 1.2 rad (> max_tilt 1.0): terminal
+    qpos[3, 3:7] = _quat_x(1.2)
+    reward, term, logs, air_after = _evaluate(
+        task, qpos, qvel, cmd, act_force=force, action=action, contact=contact, air=air
+    )
+
+    w_lin, w_ang = 1.5 * DT, 0.75 * DT
+    np.testing.assert_allclose(
+        logs["track_lin_vel"][:3], [w_lin, w_lin, w_lin * math.exp(-1.0)], rtol=1e-5
+    )
+    np.testing.assert_allclose(logs["track_ang_vel"][:3], [w_ang, w_ang, w_ang], rtol=1e-5)
+    np.testing.assert_allclose(reward[:2], w_lin + w_ang, rtol=1e-5)  # the maximum per step
+    np.testing.assert_allclose(logs["torques"], [0, 0, -2e-4 * 100 * DT, 0], rtol=1e-5)
+    np.testing.assert_allclose(logs["action_rate"], [0, 0, -0.01 * 12 * 0.25 * DT, 0], rtol=1e-5)
+    np.testing.assert_allclose(logs["feet_air_time"], [0, 0, 0.25 * (0.7 - 0.5) * DT, 0], rtol=1e-5)
+    np.testing.assert_allclose(air_after[2], [0.0, 0.3 + DT, 0.0, 0.0], rtol=1e-6)
+    np.testing.assert_allclose(
+        logs["orientation"], [0, 0, 0, -2.5 * math.sin(1.2) ** 2 * DT], rtol=1e-5
+    )
+    assert term.tolist() == [False, False, False, True]
+    np.testing.assert_allclose(logs["termination"], [0, 0, 0, -50.0 * DT])
+    total = sum(logs.values())
+    np.testing.assert_allclose(reward, total, rtol=1e-6)
+
+
+def test_terminations_and_limits():
+    task = _quadruped_task()
+    qpos, qvel = _states(task, 3)
+    cmd = np.zeros((3, 3), np.float32)
+    bad = np.array([0, 1, 0], np.int32)  # world 1: the trunk touches the ground
+    qpos[2, 2] = 0.10  # world 2: below min_base_height 0.12
+    calf = task._host["qadr"][2]  # FL_calf_joint, range [-2.818, -0.888]
+    qpos[0, calf] = -0.9
+    _, term, logs, _ = _evaluate(task, qpos, qvel, cmd, bad=bad)
+    assert term.tolist() == [False, True, True]
+    soft_hi = -1.853 + 0.5 * (2.818 - 0.888) * 0.95
+    np.testing.assert_allclose(logs["joint_limits"][0], -1.0 * (-0.9 - soft_hi) * DT, rtol=1e-4)
+    # air-time reward is off under a small command even on touchdown
+    air = np.full((3, 4), 0.9, np.float32)
+    _, _, logs, _ = _evaluate(task, qpos, qvel, cmd, air=air)
+    assert logs["feet_air_time"].tolist() == [0.0, 0.0, 0.0]
+
+
+def test_observations_on_hand_made_state():
+    task = _quadruped_task(obs_noise=False)
+    qpos, qvel = _states(task, 2)
+    qpos[1, 3:7] = _quat_z(math.pi / 2)
+    qvel[1, 1] = 0.5  # world +y = body +x
+    qvel[1, 3:6] = (0.1, 0.2, 0.3)
+    qpos[1, task._host["qadr"][4]] += 0.05  # FR_thigh 0.05 rad above default
+    h = {k: wp.array(v, device="cpu") for k, v in task._host.items()}
+    policy = wp.zeros((2, 45), dtype=float, device="cpu")
+    critic = wp.zeros((2, 53), dtype=float, device="cpu")
+    action = wp.array(np.full((2, 12), 0.25, np.float32), device="cpu")
+    cmd = wp.array(
+        np.array([[0.1, 0.2, 0.3], [0.5, 0, 0]], np.float32), dtype=wp.vec3, device="cpu"
+    )
+    wp.launch(
+        K.observe,
+        dim=2,
+        inputs=[
+            0,
+            wp.zeros(1, dtype=wp.int32, device="cpu"),
+            task.params(),
+            wp.array(qpos, device="cpu"),
+            wp.array(qvel, device="cpu"),
+            action,
+            wp.array(np.array([0, 7], np.int32), device="cpu"),
+            cmd,
+            wp.array(np.ones((2, 4), np.float32), device="cpu"),
+            h["qadr"],
+            h["dadr"],
+            h["default"],
+        ],
+        outputs=[policy, critic],
+        device="cpu",
+    )
+    p, c = policy.numpy(), critic.numpy()
+    np.testing.assert_allclose(p, c[:, :45])  # no noise: the critic starts with the policy terms
+    np.testing.assert_allclose(p[:, 3:6], [[0, 0, -1]] * 2, atol=1e-6)  # upright gravity
+    np.testing.assert_allclose(p[1, 0:3], [0.1, 0.2, 0.3], rtol=1e-6)
+    np.testing.assert_allclose(p[:, 6:9], [[0.1, 0.2, 0.3], [0.5, 0, 0]])
+    expected_dq = np.zeros(12)
+    expected_dq[4] = 0.05
+    np.testing.assert_allclose(p[1, 9:21], expected_dq, atol=1e-6)
+    np.testing.assert_allclose(p[0, 33:45], 0.0)  # episode_length 0: last action is zero
+    np.testing.assert_allclose(p[1, 33:45], 0.25)
+    np.testing.assert_allclose(c[1, 45:48], [0.5, 0, 0], atol=1e-6)  # body-frame velocity
+    np.testing.assert_allclose(c[:, 48], 0.28, rtol=1e-6)
+    np.testing.assert_allclose(c[:, 49:53], 1.0)
+
+
+@pytest.mark.parametrize(
+    ("name", "steps"), [("quadruped-velocity", 120), ("humanoid-velocity", 80)]
+)
+def test_check_vec_env_random_actions(name, steps):
+    def make():
+        return unilab_envs.make(name, num_envs=4, seed=5)
+
+    env = make()
+    j = env.action_dim
+    assert env.observation_shapes == {
+        "policy": (9 + 3 * j,),
+        "critic": (13 + 3 * j + (4 if j == 12 else 2),),
+    }
+    assert env.max_episode_steps == 1000 and math.isclose(env.step_dt, DT)
+    counts = check_vec_env(env, steps=steps, make_env=make)
+    assert counts["steps"] == steps
+    if name == "humanoid-velocity":
+        assert counts["terminated"] >= 4  # random joint targets topple the biped: auto-resets ran
+    assert env.check_overflow() == 0
+
+
+def test_quadruped_stands_still_under_zero_actions():
+    env = unilab_envs.make("quadruped-velocity", num_envs=3, seed=1, randomization=None)
+    env.reset()
+    for _ in range(40):
+        td = env.step(torch.zeros(3, 12))
+    assert not bool(td["done"].any())
+    crit = td["obs", "critic"]
+    assert torch.equal(crit[:, 49:53], torch.ones(3, 4))  # four feet on the ground
+    assert bool((crit[:, 48] > 0.24).all()) and bool((crit[:, 48] < 0.29).all())
+    assert bool((crit[:, 5] < -0.99).all())  # upright
+    assert torch.equal(td["log", "termination"], torch.zeros(3))
+
+
+def test_curriculum_update_and_round_trip():
+    task = make_quadruped_velocity()
+    cur = task.curriculum()
+    full = 1.5 * 20.0  # w_track_lin_vel x episode seconds
+    assert cur.metric_keys == ("track_lin_vel",) and cur.level == 0.0
+    assert cur.update({"track_lin_vel": 0.8 * full - 0.01}) is False
+    assert cur.update({"track_lin_vel": 0.8 * full}) is True and cur.level == 0.25
+    assert cur.update({"track_lin_vel": float("nan")}) is False
+    cur.update({"track_lin_vel": full})
+    state = cur.state_dict()
+    other = make_quadruped_velocity().curriculum()
+    other.load_state_dict(state)
+    assert other.level == 0.5 and other.state_dict() == state
+    assert make_quadruped_velocity(curriculum=False).curriculum() is None
+
+
+def test_curriculum_level_widens_command_range():
+    env = unilab_envs.make("quadruped-velocity", num_envs=64, seed=2, randomization=None)
+    env.reset()
+    cmd0 = env.task.command.numpy()
+    assert np.abs(cmd0).max(axis=0).tolist() <= [1.0, 0.5, 1.0]
+    env.curriculum.load_state_dict({"index": 4, "num_levels": 5})
+    env.reset()
+    cmd1 = np.abs(env.task.command.numpy())
+    assert (cmd1.max(axis=0) <= [2.0, 1.0, 2.0]).all()
+    assert (cmd1.max(axis=0) > [1.0, 0.5, 1.0]).all()  # 64 draws reach beyond the level-0 bounds
+    # the policy observes the command it has to track
+    assert np.allclose(
+        env.get_observations()["obs", "policy"][:, 6:9].numpy(), env.task.command.numpy()
+    )
+
+
+def _bare_quadruped(tmp_path, rename: dict[str, str] | None = None) -> RobotConfig:
+    xml = Path(quadruped().mjcf).read_text()
+    xml = re.sub(r"<actuator>.*?</actuator>", "", xml, flags=re.S)
+    xml = re.sub(r"<keyframe>.*?</keyframe>", "", xml, flags=re.S)
+    for old, new in (rename or {}).items():
+        xml = xml.replace(old, new)
+    path = tmp_path / "my_robot.xml"
+    path.write_text(xml)
+    return RobotConfig(
+        name="my_robot",
+        mjcf=path,
+        joint_names=QUADRUPED_JOINTS,
+        default_pose=quadruped().default_pose,
+        action_scale=0.4,
+        base_body="trunk",
+        foot_bodies=("FL_calf", "FR_calf", "RL_calf", "RR_calf"),
+        init_height=0.29,
+        min_base_height=0.12,
+        kp=(40.0, 40.0, 80.0) * 4,
+        kv=(1.0, 1.0, 2.0) * 4,
+        effort_limit=(23.7, 23.7, 35.55) * 4,
+    )
+
+
+def test_custom_mjcf_file_runs(tmp_path):
+    robot = _bare_quadruped(tmp_path)
+    env = unilab_envs.make(
+        "quadruped-velocity", robot=robot, num_envs=2, seed=0, randomization=None
+    )
+    assert env.task.spec.name == "my_robot-velocity"
+    td = env.reset()
+    assert td["obs", "policy"].shape == (2, 45)
+    for _ in range(20):
+        td = env.step(torch.zeros(2, 12))
+    assert not bool(td["done"].any())
+    assert bool(
+        (td["obs", "critic"][:, 48] > 0.24).all()
+    )  # PD actuators built from kp/kv hold it up
+
+
+def test_custom_mjcf_missing_joints_error(tmp_path):
+    robot = _bare_quadruped(
+        tmp_path, rename={"RL_thigh_joint": "RL_upper", "RR_calf_joint": "RR_lower"}
+    )
+    with pytest.raises(ValueError, match=r"lacks the joints \['RL_thigh_joint', 'RR_calf_joint'\]"):
+        unilab_envs.make("quadruped-velocity", robot=robot, num_envs=2)
+    with pytest.raises(TypeError, match="RobotConfig"):
+        VelocityTask({"name": "x"})  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="command_bounds_max"):
+        VelocityConfig(command_bounds=(1, 1, 1), command_bounds_max=(2, 0.5, 2))
+    with pytest.raises(ValueError, match="3 values"):
+        VelocityConfig(command_bounds=(1, 1))
+
+
+def test_unknown_override_is_rejected():
+    with pytest.raises(TypeError, match="no_such_option"):
+        make_quadruped_velocity(no_such_option=1)
+    assert attrs.evolve(VelocityConfig(), w_termination=0.0).w_termination == 0.0
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+@pytest.mark.parametrize("name", ["quadruped-velocity", "humanoid-velocity"])
+def test_cuda_graph_matches_eager(name):
+    def run(graph: bool, steps: int):
+        env = unilab_envs.make(name, num_envs=512, device="cuda", seed=9, cuda_graph=graph)
+        env.reset()
+        gen = torch.Generator().manual_seed(0)
+        outs = []
+        for _ in range(steps):
+            action = (torch.rand(512, env.action_dim, generator=gen) * 2 - 1).cuda()
+            outs.append(env.step(action))
+        return env, outs
+
+    # GPU contact order is not fixed, so compare a few steps (before chaos amplifies float
+    # differences), then keep replaying the graph.
+    env_g, graph = run(True, 100)
+    _, eager = run(False, 5)
+    assert env_g.uses_cuda_graph
+    for a, b in zip(graph[:5], eager, strict=True):
+        for key in ("reward", "done", ("obs", "critic")):
+            torch.testing.assert_close(a[key], b[key], rtol=1e-3, atol=1e-3)
+    assert all(bool(torch.isfinite(o["obs", "critic"]).all()) for o in graph)
+    assert env_g.check_overflow() == 0
