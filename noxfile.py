@@ -44,7 +44,7 @@ LIBRARIES = [name for name in PACKAGES if name != "integration"]
 # replace the pinned CPU torch by a CUDA build, so it is installed without dependencies plus the
 # light ones it really imports.
 RSL_RL_ORACLE = ["rsl-rl-lib==5.4.2"]
-RSL_RL_LIGHT_DEPS = ["numpy", "tensordict>=0.15", "GitPython", "onnx", "onnxscript"]
+RSL_RL_LIGHT_DEPS = ["numpy", "tensordict>=0.15", "GitPython", "onnx", "onnxscript", "tensorboard"]
 USES_RSL_RL = {"dist", "storage", "algos", "envs", "integration"}
 
 PYTEST_ARGS = ["-m", "not gpu and not multigpu", "-ra", "-q"]
