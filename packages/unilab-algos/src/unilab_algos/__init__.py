@@ -1,6 +1,29 @@
 """On-policy (PPO, Student-Teacher Distillation) and off-policy (FastSAC) learners whose
 distributed behaviour is injected (`grad_sync`, reducers); `None` means one process."""
 
+from .common import EmpiricalNormalizer as EmpiricalNormalizer
+from .common import GaussianConfig as GaussianConfig
+from .common import NetworkConfig as NetworkConfig
+from .common import convert_rsl_rl_state_dict as convert_rsl_rl_state_dict
+from .common import mlp as mlp
+from .distill import Distillation as Distillation
+from .distill import DistillationConfig as DistillationConfig
+from .ppo import PPO as PPO
+from .ppo import PPOConfig as PPOConfig
+from .ppo import RNDConfig as RNDConfig
+
 __version__ = "0.1.0"
 
-__all__ = ["__version__"]
+__all__ = [
+    "PPO",
+    "Distillation",
+    "DistillationConfig",
+    "EmpiricalNormalizer",
+    "GaussianConfig",
+    "NetworkConfig",
+    "PPOConfig",
+    "RNDConfig",
+    "__version__",
+    "convert_rsl_rl_state_dict",
+    "mlp",
+]

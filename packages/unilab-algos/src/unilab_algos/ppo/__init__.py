@@ -1,0 +1,9 @@
+"""PPO: config, networks, loss and the runner-facing learner."""
+
+from .config import PPOConfig as PPOConfig
+from .config import RNDConfig as RNDConfig
+from .learner import PPO as PPO
+from .loss import gaussian_kl as gaussian_kl
+from .loss import ppo_loss as ppo_loss
+
+__all__ = ["PPO", "PPOConfig", "RNDConfig", "gaussian_kl", "ppo_loss"]

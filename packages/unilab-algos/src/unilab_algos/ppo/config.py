@@ -1,0 +1,150 @@
+"""`PPOConfig`: every PPO setting, with an `rsl_rl()` preset and a global-statistics default."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import attrs
+
+from ..common.config import GaussianConfig, NetworkConfig
+
+__all__ = ["PPOConfig", "RNDConfig"]
+
+_pos = attrs.validators.gt(0)
+_nonneg = attrs.validators.ge(0.0)
+
+
+def _groups(_inst: object, attr: attrs.Attribute, value: tuple[str, ...]) -> None:
+    if not value or any(not isinstance(g, str) or not g for g in value):
+        raise ValueError(f"{attr.name} must be a non-empty tuple of group names, got {value!r}")
+
+
+@attrs.frozen(kw_only=True)
+class RNDConfig:
+    """Random Network Distillation curiosity (Burda et al. 2018; RSL-RL's extension).
+
+    Intrinsic reward `weight * ||target(s) - predictor(s)||_2` on the normalized `obs` groups,
+    added to the environment reward in `process_env_step`. The target is frozen (identical on
+    every rank because the runner broadcasts `replicated_modules()`); the predictor is trained
+    with MSE by its own Adam, its grads riding in the PPO gradient collective.
+    """
+
+    obs: tuple[str, ...] = attrs.field(default=("policy",), converter=tuple, validator=_groups)
+    num_outputs: int = attrs.field(default=16, validator=_pos)
+    predictor_hidden: tuple[int, ...] = attrs.field(default=(256, 256), converter=tuple)
+    target_hidden: tuple[int, ...] = attrs.field(default=(256, 256), converter=tuple)
+    activation: str = "elu"
+    weight: float = attrs.field(default=0.0, validator=_nonneg)
+    learning_rate: float = attrs.field(default=1e-3, validator=_pos)
+    state_normalization: bool = True
+
+
+@attrs.frozen(kw_only=True)
+class PPOConfig:
+    """PPO hyper-parameters and synchronization semantics.
+
+    Statistics scopes (SPEC §2.3): `obs_norm_scope` and `advantage_norm_scope` are "global"
+    (exact all-reduced moments through the injected `reduce_sum`) or "local" (this rank only).
+    With `reduce_sum=None` (one process) both are the same thing.
+
+    Batching: `shuffle` "per_iteration" (one randperm per update reused by every epoch,
+    RSL-RL), "per_epoch" (fresh permutation every epoch) or "none" (contiguous flat ranges);
+    `remainder` "drop" (RSL-RL: the last `N*T mod M` flat samples never train).
+
+    Gradient: `grad_sync` once per mini-batch, then clipping by `max_grad_norm`, either
+    "separate" (actor and critic norms, RSL-RL) or "global" (one norm over all parameters).
+
+    Learning rate: `schedule` "fixed" or "adaptive" (RSL-RL's KL rule with `desired_kl`,
+    factor `lr_factor`, bounds `lr_bounds`). The KL (analytic, rollout-time vs current
+    distribution, summed over actions, averaged over the mini-batch) rides in the gradient
+    collective's `extra`, so every rank computes the same LR from the global mean KL without
+    extra collectives.
+    """
+
+    actor: NetworkConfig = attrs.field(factory=NetworkConfig)
+    critic: NetworkConfig = attrs.field(factory=NetworkConfig)
+    policy: GaussianConfig = attrs.field(factory=GaussianConfig)
+    actor_obs: tuple[str, ...] = attrs.field(
+        default=("policy",), converter=tuple, validator=_groups
+    )
+    critic_obs: tuple[str, ...] = attrs.field(
+        default=("critic",), converter=tuple, validator=_groups
+    )
+
+    num_epochs: int = attrs.field(default=5, validator=_pos)
+    num_mini_batches: int = attrs.field(default=4, validator=_pos)
+    clip_param: float = attrs.field(default=0.2, validator=attrs.validators.gt(0.0))
+    gamma: float = attrs.field(default=0.99, validator=[_nonneg, attrs.validators.le(1.0)])
+    lam: float = attrs.field(default=0.95, validator=[_nonneg, attrs.validators.le(1.0)])
+    value_loss_coef: float = attrs.field(default=1.0, validator=_nonneg)
+    entropy_coef: float = attrs.field(default=0.01, validator=_nonneg)
+    use_clipped_value_loss: bool = True
+    learning_rate: float = attrs.field(default=1e-3, validator=attrs.validators.gt(0.0))
+    max_grad_norm: float | None = attrs.field(default=1.0)
+    grad_clip: Literal["separate", "global"] = attrs.field(
+        default="global", validator=attrs.validators.in_(("separate", "global"))
+    )
+    schedule: Literal["fixed", "adaptive"] = attrs.field(
+        default="adaptive", validator=attrs.validators.in_(("fixed", "adaptive"))
+    )
+    desired_kl: float = attrs.field(default=0.01, validator=attrs.validators.gt(0.0))
+    lr_factor: float = attrs.field(default=1.5, validator=attrs.validators.gt(1.0))
+    lr_bounds: tuple[float, float] = attrs.field(default=(1e-5, 1e-2), converter=tuple)
+
+    advantage_norm: bool = True
+    advantage_norm_scope: Literal["global", "local"] = attrs.field(
+        default="global", validator=attrs.validators.in_(("global", "local"))
+    )
+    advantage_norm_per_mini_batch: bool = False
+    obs_norm_scope: Literal["global", "local"] = attrs.field(
+        default="global", validator=attrs.validators.in_(("global", "local"))
+    )
+    obs_norm_mode: Literal["exact", "rsl_rl"] = attrs.field(
+        default="exact", validator=attrs.validators.in_(("exact", "rsl_rl"))
+    )
+    shuffle: Literal["per_iteration", "per_epoch", "none"] = attrs.field(
+        default="per_epoch", validator=attrs.validators.in_(("per_iteration", "per_epoch", "none"))
+    )
+    remainder: Literal["drop", "spread"] = attrs.field(
+        default="drop", validator=attrs.validators.in_(("drop", "spread"))
+    )
+    gae_rsl_rl: bool = False
+    bootstrap_time_outs: bool = True
+    rnd: RNDConfig | None = None
+
+    @lr_bounds.validator
+    def _check_bounds(self, _attr: attrs.Attribute, value: tuple[float, float]) -> None:
+        if len(value) != 2 or not 0.0 < value[0] <= value[1]:
+            raise ValueError(f"lr_bounds must be (low, high) with 0 < low <= high, got {value!r}")
+
+    @max_grad_norm.validator
+    def _check_clip(self, _attr: attrs.Attribute, value: float | None) -> None:
+        if value is not None and not value > 0.0:
+            raise ValueError(f"max_grad_norm must be > 0 or None, got {value!r}")
+
+    @property
+    def recurrent(self) -> bool:
+        return self.actor.recurrent or self.critic.recurrent
+
+    @classmethod
+    def rsl_rl(cls, **overrides: object) -> PPOConfig:
+        """RSL-RL 5.4.2 semantics (see RSL_RL_5_4_2.md): local statistics, RSL-RL normalizer
+        arithmetic, randperm once per update, separate actor/critic clipping, adaptive KL.
+
+        Network sizes default to RSL-RL's MLPModel default (256, 256, 256); override with
+        `actor=NetworkConfig(...)` etc.
+        """
+        net = NetworkConfig(hidden=(256, 256, 256))
+        base = dict(
+            actor=net,
+            critic=net,
+            grad_clip="separate",
+            advantage_norm_scope="local",
+            obs_norm_scope="local",
+            obs_norm_mode="rsl_rl",
+            shuffle="per_iteration",
+            remainder="drop",
+            gae_rsl_rl=True,
+        )
+        base.update(overrides)
+        return cls(**base)  # type: ignore[arg-type]

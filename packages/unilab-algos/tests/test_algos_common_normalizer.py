@@ -1,0 +1,98 @@
+"""EmpiricalNormalizer: RSL-RL bitwise mode, exact float64 mode, global mode, errors; mlp."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from unilab_algos import EmpiricalNormalizer, mlp
+
+
+def _batches(seed: int, sizes):
+    g = torch.Generator().manual_seed(seed)
+    return [torch.randn(n, 3, generator=g) * 4 + 2 for n in sizes]
+
+
+def test_rsl_rl_mode_is_bitwise_rsl_rl():
+    from rsl_rl.modules import EmpiricalNormalization
+
+    ref, ours = EmpiricalNormalization(3, until=40), EmpiricalNormalizer(3, mode="rsl_rl", until=40)
+    for x in _batches(0, [7, 1, 12, 9, 30, 5]):
+        ref.update(x)
+        ours.update(x)
+    assert int(ours.count) == int(ref.count) == 59  # stopped once count >= until
+    assert torch.equal(ours.mean, ref._mean[0]) and torch.equal(ours.std, ref._std[0])
+    x = torch.randn(4, 3)
+    assert torch.equal(ours(x), ref(x))
+
+
+def test_exact_mode_matches_float64_population_moments():
+    norm = EmpiricalNormalizer(3)
+    xs = _batches(1, [5, 1, 17, 3])
+    for x in xs:
+        norm.update(x)
+    allx = torch.cat(xs).double()
+    torch.testing.assert_close(norm.mean, allx.mean(0), rtol=0, atol=1e-12)
+    torch.testing.assert_close(norm.var, allx.var(0, unbiased=False), rtol=0, atol=1e-12)
+    assert int(norm.count) == 26
+    y = norm(torch.ones(2, 3))
+    assert y.dtype == torch.float32
+    expected = (1.0 - allx.mean(0)) / (allx.var(0, unbiased=False).sqrt() + 1e-2)
+    torch.testing.assert_close(y[0], expected.float())
+    torch.testing.assert_close(norm.inverse(y), torch.ones(2, 3))
+
+
+def test_eval_mode_and_empty_global_batch_do_not_update():
+    norm = EmpiricalNormalizer(3).eval()
+    norm.update(torch.randn(4, 3))
+    assert int(norm.count) == 0
+    norm.train()
+    norm.update(torch.zeros(0, 3))
+    assert int(norm.count) == 0 and torch.equal(norm.var, torch.ones(3, dtype=torch.float64))
+
+
+def test_bad_input_errors():
+    with pytest.raises(ValueError, match="shape"):
+        EmpiricalNormalizer(0)
+    with pytest.raises(ValueError, match="mode"):
+        EmpiricalNormalizer(3, mode="fast")
+    with pytest.raises(ValueError, match="reduce_sum must be None"):
+        EmpiricalNormalizer(3, mode="rsl_rl", reduce_sum=lambda t: t)
+    with pytest.raises(ValueError, match="expected a batch"):
+        EmpiricalNormalizer(3).update(torch.zeros(4, 2))
+    with pytest.raises(ValueError, match="unknown activation"):
+        mlp(3, [4], 2, "nope")
+    with pytest.raises(ValueError, match="in_dim"):
+        mlp(0, [4], 2)
+
+
+def test_mlp_layout_matches_rsl_rl():
+    from rsl_rl.modules import MLP
+
+    ours, ref = mlp(5, [8, 4], 2, "elu"), MLP(5, 2, [8, 4], "elu")
+    assert [k for k in ours.state_dict()] == [k for k in ref.state_dict()]
+
+
+def _global_body(rank: int, world: int):
+    from unilab_dist import sum_reducer
+
+    norm = EmpiricalNormalizer(3, reduce_sum=sum_reducer())
+    sizes = {0: [5, 0, 9], 1: [2, 11, 1], 2: [7, 3, 0]}[rank]  # unequal, some empty
+    for x in _batches(10 + rank, sizes):
+        norm.update(x)
+    return norm.mean, norm.var, int(norm.count)
+
+
+def test_global_mode_is_exact_and_identical_across_ranks():
+    from unilab_dist.testing import run_distributed
+
+    res = run_distributed(_global_body, 3, timeout=120)
+    allx = torch.cat(
+        [torch.cat(_batches(10 + r, s)) for r, s in enumerate([[5, 0, 9], [2, 11, 1], [7, 3, 0]])]
+    ).double()
+    for mean, var, count in res:
+        assert count == allx.shape[0] == 38
+        assert torch.equal(mean, res[0][0]) and torch.equal(var, res[0][1])
+    # merge order differs from one concatenated batch: equal to float64 rounding
+    torch.testing.assert_close(res[0][0], allx.mean(0), rtol=0, atol=1e-12)
+    torch.testing.assert_close(res[0][1], allx.var(0, unbiased=False), rtol=0, atol=1e-12)
