@@ -8,6 +8,8 @@ from .common import convert_rsl_rl_state_dict as convert_rsl_rl_state_dict
 from .common import mlp as mlp
 from .distill import Distillation as Distillation
 from .distill import DistillationConfig as DistillationConfig
+from .fastsac import FastSAC as FastSAC
+from .fastsac import FastSACConfig as FastSACConfig
 from .ppo import PPO as PPO
 from .ppo import PPOConfig as PPOConfig
 from .ppo import RNDConfig as RNDConfig
@@ -19,6 +21,8 @@ __all__ = [
     "Distillation",
     "DistillationConfig",
     "EmpiricalNormalizer",
+    "FastSAC",
+    "FastSACConfig",
     "GaussianConfig",
     "NetworkConfig",
     "PPOConfig",

@@ -1,0 +1,160 @@
+"""One FastSAC update step (losses, gradients, optimizer steps) and its CUDA-graph capture.
+
+The step is split in two halves so that the gradient all-reduce stays *outside* any captured
+region: `forward_backward` (losses and gradients written into static `.grad` tensors) and
+`apply` (clipping, AdamW steps, Polyak averaging). Each half is captured once per kind of step
+(critic only; critic + actor + temperature), so an update is
+`replay(fb) -> grad_sync(...) -> replay(apply)`: two graph launches plus the collective.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import torch
+
+from .loss import (
+    actor_loss,
+    categorical_projection,
+    distributional_critic_loss,
+    polyak_update,
+    scalar_critic_loss,
+    soft_scalar_target,
+    temperature_loss,
+)
+
+__all__ = ["BATCH_KEYS", "METRICS", "StepGraphs"]
+
+BATCH_KEYS = (
+    "obs_a",
+    "obs_c",
+    "actions",
+    "reward",
+    "discount",
+    "next_obs_a",
+    "next_obs_c",
+    "noise_next",
+    "noise_cur",
+)
+"""Flat tensors of one update: normalized actor/critic obs `(B, D)`, actions `(B, A)`, n-step
+reward and bootstrap factor `(B,)`, next obs, and standard-normal noise `(B, A)` for the next
+action (target) and the current action (actor loss)."""
+
+METRICS = (
+    "critic_loss",
+    "q_mean",
+    "target_q_mean",
+    "actor_loss",
+    "alpha_loss",
+    "entropy",
+)
+"""Entries of the metrics vector a step returns; the last three are 0 on critic-only steps."""
+
+
+def forward_backward(learner, b: dict[str, torch.Tensor], with_actor: bool) -> torch.Tensor:
+    """Losses of one step on batch `b`; writes gradients into the learner's static grads.
+
+    Every loss is computed with the parameters from before this step (the actor loss reads the
+    critic before its own update): this is what lets critic, actor and temperature gradients
+    travel in one collective. Returns the metrics vector `(len(METRICS),)` float32.
+    """
+    cfg = learner.config
+    actor, critic, target = learner.actor, learner.critic, learner.critic_target
+    log_alpha = learner.temperature.log_alpha
+    with learner.autocast():
+        with torch.no_grad():
+            alpha = log_alpha.exp().detach()
+            next_a, next_logp = actor.sample(b["next_obs_a"], b["noise_next"])
+            next_logp = next_logp.float()
+            if critic.distributional:
+                next_probs = target(b["next_obs_c"], next_a).float().softmax(-1)
+                soft_reward = b["reward"] - b["discount"] * alpha * next_logp
+                target_dist = categorical_projection(
+                    next_probs, soft_reward, b["discount"], critic.support
+                )
+                target_q = (target_dist * critic.support).sum(-1).mean()
+            else:
+                next_q = target.value(b["next_obs_c"], next_a).float()
+                target_v = soft_scalar_target(b["reward"], b["discount"], next_q, next_logp, alpha)
+                target_q = target_v.mean()
+        out = critic(b["obs_c"], b["actions"])
+        if critic.distributional:
+            c_loss = distributional_critic_loss(out, target_dist)
+            q_mean = (out.detach().float().softmax(-1) * critic.support).sum(-1).mean()
+        else:
+            q = out.squeeze(-1).float()
+            c_loss = scalar_critic_loss(q, target_v)
+            q_mean = q.detach().mean()
+        grads = list(torch.autograd.grad(c_loss, learner.critic_params))
+        zero = torch.zeros((), device=c_loss.device)
+        a_loss = t_loss = entropy = zero
+        if with_actor:
+            act, logp = actor.sample(b["obs_a"], b["noise_cur"])
+            logp = logp.float()
+            q_pi = critic.value(b["obs_c"], act).float().mean(0)
+            a_loss = actor_loss(logp, q_pi, alpha)
+            entropy = -logp.detach().mean()
+            total = a_loss
+            if cfg.autotune:
+                t_loss = temperature_loss(log_alpha, logp, learner.target_entropy)
+                total = total + t_loss
+            grads += torch.autograd.grad(total, learner.actor_params)
+    torch._foreach_copy_(learner.grads_for(with_actor), grads)
+    return torch.stack([c_loss, q_mean, target_q, a_loss, t_loss, entropy]).detach().float()
+
+
+def apply_step(learner, with_actor: bool) -> None:
+    """Clip (optional), step the optimizers of this kind of step, then Polyak the targets."""
+    cfg = learner.config
+    if cfg.max_grad_norm > 0:
+        torch.nn.utils.clip_grad_norm_(learner.critic.parameters(), cfg.max_grad_norm)
+        if with_actor:
+            torch.nn.utils.clip_grad_norm_(learner.actor.parameters(), cfg.max_grad_norm)
+    learner.critic_optimizer.step()
+    if with_actor:
+        learner.actor_optimizer.step()
+        if cfg.autotune:
+            learner.alpha_optimizer.step()
+    polyak_update(learner.target_params, learner.critic_params, cfg.tau)
+
+
+class StepGraphs:
+    """CUDA graphs of `forward_backward` and `apply_step` for both kinds of step.
+
+    Built once from a learner whose optimizer states exist (after eager warm-up updates); each
+    graph has its own memory pool. The batch is copied into static input tensors before a
+    replay; the metrics come back in a static tensor (clone it before the next replay).
+    Capturing runs nothing, so it changes no state.
+    """
+
+    def __init__(self, learner, example: dict[str, torch.Tensor]) -> None:
+        self.inputs = {k: torch.empty_like(example[k]).copy_(example[k]) for k in BATCH_KEYS}
+        self.fb: dict[bool, torch.cuda.CUDAGraph] = {}
+        self.apply: dict[bool, torch.cuda.CUDAGraph] = {}
+        self.metrics: dict[bool, torch.Tensor] = {}
+        stream = torch.cuda.Stream(device=example["reward"].device)
+        stream.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(stream):
+            for with_actor in (False, True):
+                g = torch.cuda.CUDAGraph()
+                with torch.cuda.graph(g, stream=stream):
+                    self.metrics[with_actor] = forward_backward(learner, self.inputs, with_actor)
+                self.fb[with_actor] = g
+                g = torch.cuda.CUDAGraph()
+                with torch.cuda.graph(g, stream=stream):
+                    apply_step(learner, with_actor)
+                self.apply[with_actor] = g
+        torch.cuda.current_stream().wait_stream(stream)
+
+    def run(
+        self,
+        b: dict[str, torch.Tensor],
+        with_actor: bool,
+        sync: Callable[[torch.Tensor], torch.Tensor],
+    ) -> torch.Tensor:
+        """Replay one step on `b`; `sync(metrics)` runs between the halves (eagerly)."""
+        torch._foreach_copy_([self.inputs[k] for k in BATCH_KEYS], [b[k] for k in BATCH_KEYS])
+        self.fb[with_actor].replay()
+        metrics = sync(self.metrics[with_actor].clone())
+        self.apply[with_actor].replay()
+        return metrics
