@@ -21,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import multiprocessing as mp
 import os
+import pickle
 import queue
 import socket
 import traceback
@@ -51,6 +52,7 @@ def _worker(
     env: dict[str, str],
     init_process_group: bool,
     pg_timeout: float,
+    backend: str,
     results: Any,
 ) -> None:
     os.environ.update(env)
@@ -67,12 +69,23 @@ def _worker(
 
     torch.set_num_threads(1)
     try:
+        kwargs: dict[str, Any] = {}
+        if backend == "nccl":
+            device = torch.device("cuda", rank)
+            torch.cuda.set_device(device)
+            kwargs["device_id"] = device
         if init_process_group:
             dist.init_process_group(
-                "gloo", rank=rank, world_size=world_size, timeout=timedelta(seconds=pg_timeout)
+                backend,
+                rank=rank,
+                world_size=world_size,
+                timeout=timedelta(seconds=pg_timeout),
+                **kwargs,
             )
         out = fn(rank, world_size, *args)
-        results.put((rank, True, out))
+        # Plain pickle copies tensor data; torch's fd-sharing reducers would need the worker
+        # alive when the parent unpickles.
+        results.put((rank, True, pickle.dumps(out)))
     except BaseException:  # reported to the parent, which raises
         results.put((rank, False, traceback.format_exc()))
     finally:
@@ -90,12 +103,16 @@ def run_distributed(
     pg_timeout: float = 60.0,
     env: dict[str, str] | None = None,
     init_process_group: bool = True,
+    backend: str = "gloo",
 ) -> list[Any]:
-    """Run `fn(rank, world_size, *args)` on `world_size` spawned CPU processes; return per rank.
+    """Run `fn(rank, world_size, *args)` on `world_size` spawned processes; return per rank.
 
-    The return values must be picklable (tensors are). `pg_timeout` is the process group's
-    collective timeout; `timeout` bounds the whole call.
+    The return values must be picklable (tensors are; return CUDA tensors `.cpu()`).
+    `pg_timeout` is the process group's collective timeout; `timeout` bounds the whole call.
+    `backend="nccl"` gives rank r the current device cuda:r (needs `world_size` GPUs).
     """
+    if backend not in ("gloo", "nccl"):
+        raise ValueError(f"backend must be 'gloo' or 'nccl', got {backend!r}")
     ctx = mp.get_context("spawn")
     results = ctx.Queue()
     port = free_port()
@@ -111,6 +128,7 @@ def run_distributed(
                 dict(env or {}),
                 init_process_group,
                 pg_timeout,
+                backend,
                 results,
             ),
             daemon=True,
@@ -131,7 +149,10 @@ def run_distributed(
                     f"ranks {missing} did not finish within {timeout:.0f} s"
                     + "".join(f"\n--- rank {r} ---\n{e}" for r, e in errors.items())
                 ) from None
-            (out if ok else errors)[rank] = value
+            if ok:
+                out[rank] = pickle.loads(value)
+            else:
+                errors[rank] = value
     finally:
         for p in procs:
             p.join(timeout=10)

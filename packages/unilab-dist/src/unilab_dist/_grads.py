@@ -1,0 +1,163 @@
+"""Flat gradient all-reduce: `GradAllReduce`, the `grad_sync` of UniLab's learners.
+
+RSL-RL's `PPO.reduce_parameters` concatenates the grads that are not None, all-reduces them and
+writes them back. If ranks disagree on which grads are None (a branch of the loss not taken on
+one rank), their flat buffers have different layouts and the ranks silently mix unrelated
+numbers, or hang. `GradAllReduce` instead *materializes a zero grad* for every parameter whose
+`.grad` is None before the collective, so every rank contributes the same layout and every rank
+ends with a (possibly zero) averaged grad for every parameter.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+import torch.distributed as dist
+
+from ._collectives import _run, comm_device
+from ._context import is_distributed
+
+__all__ = ["GradAllReduce"]
+
+_DEFAULT_BUCKET_BYTES = 256 * 2**20
+
+
+class GradAllReduce:
+    """Average `.grad` of a set of parameters across ranks through reused flat buffers.
+
+    `grad_sync(params, extra)`:
+      - params: any sequence of parameters (actor, critic, RND predictor, ... concatenated;
+        duplicates are synced once, parameters with requires_grad=False are skipped). All on
+        one device.
+      - extra: optional 1-D floating tensor of small values to average alongside (e.g. the KL,
+        shape (k,)); it rides in the last gradient bucket, so no extra collective.
+      - returns the averaged `extra` (same device/dtype as given) or None.
+
+    Grads are averaged (sum / world_size). A None grad is replaced by zeros first (on every
+    rank), so ranks never disagree on the layout. Parameters are packed in order into buckets of
+    at most `bucket_bytes` (a single parameter larger than that gets its own bucket) with one
+    all-reduce per bucket; the default (256 MiB) keeps RL-sized models in one collective.
+    Buffers are reused across calls with the same layout. Without a process group it is the
+    identity on the grads (Nones are still left None) and returns `extra` unchanged.
+    """
+
+    def __init__(
+        self,
+        group: dist.ProcessGroup | None = None,
+        bucket_bytes: int = _DEFAULT_BUCKET_BYTES,
+    ) -> None:
+        if isinstance(bucket_bytes, bool) or not isinstance(bucket_bytes, int):
+            raise TypeError(f"bucket_bytes must be an int, got {type(bucket_bytes).__name__}")
+        if bucket_bytes < 1:
+            raise ValueError(f"bucket_bytes must be >= 1, got {bucket_bytes}")
+        self.group = group
+        self.bucket_bytes = bucket_bytes
+        self._buffers: dict[tuple, list[torch.Tensor]] = {}
+
+    def _layout(
+        self, params: list[torch.Tensor], extra_numel: int, extra_dtype: torch.dtype | None
+    ) -> list[tuple[torch.dtype, list[int]]]:
+        """Buckets as (dtype, indices into params); consecutive params of one dtype share one."""
+        buckets: list[tuple[torch.dtype, list[int]]] = []
+        size = 0
+        for i, p in enumerate(params):
+            nbytes = p.numel() * p.element_size()
+            if buckets and buckets[-1][0] == p.dtype and size + nbytes <= self.bucket_bytes:
+                buckets[-1][1].append(i)
+                size += nbytes
+            else:
+                buckets.append((p.dtype, [i]))
+                size = nbytes
+        if extra_dtype is not None and (not buckets or buckets[-1][0] != extra_dtype):
+            buckets.append((extra_dtype, []))
+        return buckets
+
+    def __call__(
+        self, params: Sequence[torch.nn.Parameter], extra: torch.Tensor | None = None
+    ) -> torch.Tensor | None:
+        plist = self._unique(params)
+        if extra is not None:
+            if not isinstance(extra, torch.Tensor) or extra.dim() != 1:
+                raise ValueError(f"extra must be a 1-D tensor, got {_describe(extra)}")
+            if not extra.is_floating_point():
+                raise TypeError(f"extra must be floating point, got {extra.dtype}")
+        if not is_distributed(self.group):
+            return extra
+        world = dist.get_world_size(self.group)
+        if plist:
+            device = plist[0].device
+            for p in plist:
+                if p.device != device:
+                    raise ValueError(
+                        f"all parameters must be on one device: {p.device} != {device}"
+                    )
+        else:
+            device = comm_device(self.group)
+        for p in plist:
+            if p.grad is None:
+                p.grad = torch.zeros_like(p)
+        grads = [p.grad for p in plist]
+        extra_numel = 0 if extra is None else extra.numel()
+        layout = self._layout(plist, extra_numel, None if extra is None else extra.dtype)
+        key = (
+            device,
+            extra_numel,
+            tuple((dt, tuple(plist[i].numel() for i in idx)) for dt, idx in layout),
+        )
+        buffers = self._buffers.get(key)
+        if buffers is None:
+            buffers = [
+                torch.empty(
+                    sum(plist[i].numel() for i in idx)
+                    + (extra_numel if b == len(layout) - 1 else 0),
+                    dtype=dt,
+                    device=device,
+                )
+                for b, (dt, idx) in enumerate(layout)
+            ]
+            self._buffers = {key: buffers}  # keep one layout: the learner's
+        extra_out = None
+        for b, ((_dt, idx), buf) in enumerate(zip(layout, buffers, strict=True)):
+            bucket_grads = [grads[i] for i in idx]
+            sizes = [g.numel() for g in bucket_grads]
+            n = sum(sizes)
+            if bucket_grads:
+                torch.cat([g.reshape(-1) for g in bucket_grads], out=buf[:n])
+            last = b == len(layout) - 1
+            if last and extra is not None:
+                buf[n:].copy_(extra.detach().reshape(-1))
+            _run(
+                "grad_all_reduce",
+                buf.numel() * buf.element_size(),
+                lambda buf=buf: dist.all_reduce(buf, dist.ReduceOp.SUM, self.group),
+            )
+            buf.div_(world)
+            if bucket_grads:
+                views = [
+                    v.view_as(g) for v, g in zip(buf[:n].split(sizes), bucket_grads, strict=True)
+                ]
+                torch._foreach_copy_(bucket_grads, views)
+            if last and extra is not None:
+                extra_out = buf[n:].to(device=extra.device, dtype=extra.dtype, copy=True)
+        return extra_out
+
+    @staticmethod
+    def _unique(params: Sequence[torch.nn.Parameter]) -> list[torch.Tensor]:
+        if isinstance(params, torch.Tensor):
+            raise TypeError("params must be a sequence of parameters, not a single tensor")
+        seen: set[int] = set()
+        out = []
+        for p in params:
+            if not isinstance(p, torch.Tensor):
+                raise TypeError(f"params must hold tensors, got {type(p).__name__}")
+            if id(p) not in seen and p.requires_grad:  # frozen params (RND target) never get grads
+                seen.add(id(p))
+                out.append(p)
+        return out
+
+
+def _describe(x: object) -> str:
+    if isinstance(x, torch.Tensor):
+        return f"tensor of shape {tuple(x.shape)}"
+    return type(x).__name__
