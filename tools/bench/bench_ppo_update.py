@@ -1,12 +1,26 @@
-"""Benchmark of the PPO update phase: UniLab PPO (rsl_rl and default presets) vs RSL-RL 5.4.2.
+"""Benchmark of the PPO update phase: UniLab PPO eager / CUDA-graph captured vs RSL-RL 5.4.2.
 
 MJLab Go1 setting: 4096 envs x 24 steps, 5 epochs x 4 mini-batches, 512-256-128 ELU actor and
 critic with observation normalizers, obs 48 (policy) / 60 (critic), 12 actions, adaptive KL.
 
-    python3 tools/bench/bench_ppo_update.py [--quick]
+    python3 tools/bench/bench_ppo_update.py [--quick] [--reps R] [--no-dist]
 
-Needs the unilab `src/` folders on PYTHONPATH (and rsl_rl for the side-by-side number).
-`--quick` runs a tiny CPU-sized case in seconds. Writes `$OUT/ppo_update.json` if `$OUT` is set.
+Needs the unilab `src/` folders on PYTHONPATH (and rsl_rl for its row). Rows, all on the same
+random rollout data, each the median over `reps` updates after one warm-up update:
+
+- `rsl_rl 5.4.2 PPO`: RSL-RL's own `PPO.update()`;
+- `unilab rsl_rl preset`: bitwise-RSL-RL semantics (Python-float LR, one KL read per mini-batch);
+- `unilab eager`: default preset, LR on device, fused Adam, one host read per update;
+- `unilab cuda_graph`: default preset with `capture="cuda_graph"` (falls back to eager with the
+  printed reason when capture is impossible, e.g. on CPU).
+
+"Where time goes" times the phases of the eager default update separately over the same 20
+mini-batches (gather, forward+loss+backward, LR rule+clip+Adam), each with the device
+synchronized around the loop; `issue` is the host time to enqueue the loop (close to the total
+means launch-bound). With 2+ GPUs (and not `--no-dist`), two NCCL ranks run the default eager
+update with `unilab_dist.GradAllReduce` and with `grad_sync=None` to give the share of the
+update spent in gradient synchronization. `--quick` runs a tiny case on CPU in seconds.
+Writes `$OUT/ppo_update.json` if `$OUT` is set.
 """
 
 from __future__ import annotations
@@ -16,9 +30,13 @@ import json
 import os
 import statistics
 import time
+import traceback
+from datetime import timedelta
 
 import torch
 from tensordict import TensorDict
+
+DIMS, ACTIONS = {"policy": 48, "critic": 60}, 12
 
 
 def _sync(device: torch.device) -> None:
@@ -26,113 +44,231 @@ def _sync(device: torch.device) -> None:
         torch.cuda.synchronize(device)
 
 
-def _fill_unilab(ppo, n: int, t: int, dims: dict[str, int], a: int, g: torch.Generator) -> None:
-    dev = ppo.device
-    data = ppo.storage.data
-    for k, d in dims.items():
-        data["obs", k] = torch.randn(t, n, d, generator=g).to(dev)
-    data["actions"] = torch.randn(t, n, a, generator=g).to(dev)
-    data["mean"] = torch.randn(t, n, a, generator=g).to(dev) * 0.1
-    data["std"] = torch.ones(t, n, a, device=dev)
-    data["log_prob"] = torch.randn(t, n, generator=g).to(dev) - 10
-    data["values"] = torch.randn(t, n, generator=g).to(dev)
-    data["rewards"] = torch.randn(t, n, generator=g).to(dev)
-    data["dones"] = (torch.rand(t, n, generator=g) < 0.02).to(dev)
-    ppo.storage.step = t
-    with torch.no_grad():
-        obs = TensorDict({("obs", k): torch.randn(n, d, device=dev) for k, d in dims.items()}, [n])
-        ppo.compute_returns(obs)
+def _rollout(n: int, t: int, seed: int) -> dict[str, torch.Tensor]:
+    g = torch.Generator().manual_seed(seed)
+    out = {f"obs/{k}": torch.randn(t, n, d, generator=g) for k, d in DIMS.items()}
+    out["actions"] = torch.randn(t, n, ACTIONS, generator=g)
+    out["mean"] = torch.randn(t, n, ACTIONS, generator=g) * 0.1
+    out["log_prob"] = torch.randn(t, n, generator=g) - 10
+    out["values"] = torch.randn(t, n, generator=g)
+    out["rewards"] = torch.randn(t, n, generator=g)
+    out["dones"] = torch.rand(t, n, generator=g) < 0.02
+    out["last"] = {k: torch.randn(n, d, generator=g) for k, d in DIMS.items()}
+    return out
 
 
-def bench_unilab(preset: str, n, t, dims, a, hidden, reps, device) -> list[float]:
+def _make_unilab(preset: str, hidden, device, capture="none", grad_sync=None):
     from unilab_algos import PPO, NetworkConfig, PPOConfig
 
     net = NetworkConfig(hidden=hidden)
-    cfg = (
-        PPOConfig.rsl_rl(actor=net, critic=net)
-        if preset == "rsl_rl"
-        else PPOConfig(actor=net, critic=net)
-    )
-    ppo = PPO({k: (d,) for k, d in dims.items()}, a, cfg, device=device)
+    if preset == "rsl_rl":
+        cfg = PPOConfig.rsl_rl(actor=net, critic=net)
+    else:
+        cfg = PPOConfig(actor=net, critic=net, capture=capture)
+    return PPO({k: (d,) for k, d in DIMS.items()}, ACTIONS, cfg, device=device, grad_sync=grad_sync)
+
+
+def _fill_unilab(ppo, data: dict, n: int, t: int) -> None:
+    dev = ppo.device
+    st = ppo.storage.data
+    for k in DIMS:
+        st["obs", k] = data[f"obs/{k}"].to(dev)
+    for k in ("actions", "mean", "log_prob", "values", "rewards", "dones"):
+        st[k] = data[k].to(dev)
+    st["std"] = torch.ones(t, n, ACTIONS, device=dev)
+    ppo.storage.step = t
+    with torch.no_grad():
+        last = TensorDict({("obs", k): v.to(dev) for k, v in data["last"].items()}, [n])
+        ppo.compute_returns(last)
+
+
+def bench_unilab(preset, n, t, hidden, reps, device, capture="none", grad_sync=None):
+    ppo = _make_unilab(preset, hidden, device, capture, grad_sync)
     ppo.init_storage(n, t)
-    g = torch.Generator().manual_seed(0)
+    data = [_rollout(n, t, seed=i) for i in range(2)]
     times = []
     for i in range(reps + 1):
-        _fill_unilab(ppo, n, t, dims, a, g)
+        _fill_unilab(ppo, data[i % 2], n, t)
         _sync(device)
         t0 = time.perf_counter()
         ppo.update()
         _sync(device)
-        if i:  # first repetition is the warm-up
+        if i:  # the first repetition is the warm-up (and the capture)
             times.append(time.perf_counter() - t0)
-    return times
+    return times, ppo.capture_status
 
 
-def bench_rsl_rl(n, t, dims, a, hidden, reps, device) -> list[float] | None:
+def bench_rsl_rl(n, t, hidden, reps, device):
     try:
         from rsl_rl.algorithms import PPO as RslPPO
         from rsl_rl.models import MLPModel
         from rsl_rl.storage import RolloutStorage
-    except ImportError:
-        return None
-    obs = TensorDict({k: torch.zeros(n, d, device=device) for k, d in dims.items()}, [n])
+    except ImportError as err:
+        return None, f"rsl_rl not importable: {err}"
+    obs = TensorDict({k: torch.zeros(n, d, device=device) for k, d in DIMS.items()}, [n])
     groups = {"actor": ["policy"], "critic": ["critic"]}
     kw = dict(hidden_dims=list(hidden), activation="elu", obs_normalization=True)
     dist = {"class_name": "GaussianDistribution", "init_std": 1.0}
-    actor = MLPModel(obs, groups, "actor", a, distribution_cfg=dist, **kw)
-    critic = MLPModel(obs, groups, "critic", 1, **kw)
-    st = RolloutStorage("rl", n, t, obs, [a], device=str(device))
+    actor = MLPModel(obs, groups, "actor", ACTIONS, distribution_cfg=dist, **kw).to(device)
+    critic = MLPModel(obs, groups, "critic", 1, **kw).to(device)
+    st = RolloutStorage("rl", n, t, obs, [ACTIONS], device=str(device))
     ppo = RslPPO(actor, critic, st, device=str(device))
-    g = torch.Generator().manual_seed(0)
+    data = [_rollout(n, t, seed=i) for i in range(2)]
     times = []
     for i in range(reps + 1):
-        for k, d in dims.items():
-            st.observations[k].copy_(torch.randn(t, n, d, generator=g))
-        st.actions.copy_(torch.randn(t, n, a, generator=g))
-        st.values.copy_(torch.randn(t, n, 1, generator=g))
-        st.returns.copy_(torch.randn(t, n, 1, generator=g))
-        st.advantages.copy_(torch.randn(t, n, 1, generator=g))
-        st.actions_log_prob.copy_(torch.randn(t, n, 1, generator=g) - 10)
+        d = data[i % 2]
+        for k in DIMS:
+            st.observations[k].copy_(d[f"obs/{k}"])
+        st.actions.copy_(d["actions"])
+        st.values.copy_(d["values"].unsqueeze(-1))
+        st.rewards.copy_(d["rewards"].unsqueeze(-1))
+        st.dones.copy_(d["dones"].unsqueeze(-1))
+        st.actions_log_prob.copy_(d["log_prob"].unsqueeze(-1))
         st.distribution_params = (
-            torch.randn(t, n, a, generator=g).to(device) * 0.1,
-            torch.ones(t, n, a, device=device),
+            d["mean"].to(device),
+            torch.ones(t, n, ACTIONS, device=device),
         )
         st.step = t
+        with torch.no_grad():
+            ppo.compute_returns(TensorDict({k: v.to(device) for k, v in d["last"].items()}, [n]))
         _sync(device)
         t0 = time.perf_counter()
         ppo.update()
         _sync(device)
         if i:
             times.append(time.perf_counter() - t0)
-    return times
+    return times, "ok"
+
+
+def phases(n, t, hidden, reps, device) -> dict[str, dict[str, float]]:
+    """Median seconds per update of each phase of the eager default update (see docstring)."""
+    ppo = _make_unilab("default", hidden, device)
+    ppo.init_storage(n, t)
+    out: dict[str, list[float]] = {}
+    issue: dict[str, list[float]] = {}
+    data = _rollout(n, t, seed=0)
+    params = ppo._params()
+    for i in range(reps + 1):
+        _fill_unilab(ppo, data, n, t)
+        _sync(device)
+        t0 = time.perf_counter()
+        batches = [(mb, *ppo._mb_advantages(mb)) for mb, _, _, _ in ppo._batches()]
+        t1 = time.perf_counter()
+        _sync(device)
+        t2 = time.perf_counter()
+        results = []
+        for mb, adv, _ in batches:
+            results.append(ppo._forward_backward(mb, mb, None, None, adv))
+        t3 = time.perf_counter()
+        _sync(device)
+        t4 = time.perf_counter()
+        for kl, losses in results:
+            kl, _ = ppo._sync_grads(params, kl)
+            ppo._apply(kl, losses)
+        t5 = time.perf_counter()
+        _sync(device)
+        t6 = time.perf_counter()
+        ppo._acc.tolist()
+        t7 = time.perf_counter()
+        ppo.storage.clear()
+        ppo.storage.data.del_("advantages")
+        if i:
+            for name, total, enq in (
+                ("gather mini-batches", t2 - t0, t1 - t0),
+                ("forward+loss+backward", t4 - t2, t3 - t2),
+                ("LR rule+clip+Adam", t6 - t4, t5 - t4),
+                ("metrics read", t7 - t6, t7 - t6),
+            ):
+                out.setdefault(name, []).append(total)
+                issue.setdefault(name, []).append(enq)
+    return {
+        k: {"median_s": statistics.median(v), "issue_s": statistics.median(issue[k])}
+        for k, v in out.items()
+    }
+
+
+def _dist_worker(rank: int, world: int, port: int, n, t, hidden, reps, queue) -> None:
+    import torch.distributed as dist
+
+    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+    torch.cuda.set_device(rank)
+    dist.init_process_group("nccl", rank=rank, world_size=world, timeout=timedelta(seconds=300))
+    try:
+        from unilab_dist import GradAllReduce
+
+        device = torch.device("cuda", rank)
+        synced, _ = bench_unilab("default", n, t, hidden, reps, device, grad_sync=GradAllReduce())
+        local, _ = bench_unilab("default", n, t, hidden, reps, device, grad_sync=None)
+        if rank == 0:
+            queue.put({"synced": synced, "local": local})
+    finally:
+        dist.destroy_process_group()
+
+
+def bench_dist(n, t, hidden, reps) -> dict | None:
+    if not torch.cuda.is_available() or torch.cuda.device_count() < 2:
+        return None
+    import torch.multiprocessing as mp
+
+    ctx = mp.get_context("spawn")
+    queue = ctx.Queue()
+    port = 29500 + os.getpid() % 1000
+    procs = [
+        ctx.Process(target=_dist_worker, args=(r, 2, port, n, t, hidden, reps, queue))
+        for r in range(2)
+    ]
+    for p in procs:
+        p.start()
+    res = queue.get(timeout=600)
+    for p in procs:
+        p.join()
+    synced, local = statistics.median(res["synced"]), statistics.median(res["local"])
+    return {
+        "update_with_grad_sync_s": synced,
+        "update_without_sync_s": local,
+        "sync_share": (synced - local) / synced,
+        "times": res,
+    }
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="tiny CPU-sized case")
     ap.add_argument("--reps", type=int, default=None)
+    ap.add_argument("--no-dist", action="store_true", help="skip the 2-GPU grad-sync share")
     args = ap.parse_args()
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     if args.quick:
         n, t, hidden, reps = 128, 8, (64, 32), args.reps or 3
     else:
         n, t, hidden, reps = 4096, 24, (512, 256, 128), args.reps or 10
-    dims, a = {"policy": 48, "critic": 60}, 12
-    rows = {}
-    for name, fn in (
+    rows: dict[str, dict] = {}
+    runs = (
+        ("rsl_rl 5.4.2 PPO", lambda: bench_rsl_rl(n, t, hidden, reps, device)),
+        ("unilab rsl_rl preset", lambda: bench_unilab("rsl_rl", n, t, hidden, reps, device)),
+        ("unilab eager", lambda: bench_unilab("default", n, t, hidden, reps, device)),
         (
-            "unilab rsl_rl preset",
-            lambda: bench_unilab("rsl_rl", n, t, dims, a, hidden, reps, device),
+            "unilab cuda_graph",
+            lambda: bench_unilab("default", n, t, hidden, reps, device, capture="cuda_graph"),
         ),
-        (
-            "unilab default preset",
-            lambda: bench_unilab("default", n, t, dims, a, hidden, reps, device),
-        ),
-        ("rsl_rl 5.4.2 PPO", lambda: bench_rsl_rl(n, t, dims, a, hidden, reps, device)),
-    ):
-        times = fn()
-        if times is not None:
-            rows[name] = {"median_s": statistics.median(times), "times_s": times}
+    )
+    for name, fn in runs:
+        try:
+            times, status = fn()
+        except Exception as err:  # a failing row must not hide the others
+            traceback.print_exc()
+            times, status = None, f"failed: {type(err).__name__}: {err}"
+        rows[name] = {"status": status}
+        if times:
+            rows[name].update(median_s=statistics.median(times), times_s=times)
+    breakdown = phases(n, t, hidden, reps, device)
+    dist_row = None
+    if not args.no_dist and not args.quick:
+        try:
+            dist_row = bench_dist(n, t, hidden, reps)
+        except Exception as err:
+            traceback.print_exc()
+            dist_row = {"failed": f"{type(err).__name__}: {err}"}
     result = {
         "device": torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu",
         "num_envs": n,
@@ -142,14 +278,30 @@ def main() -> None:
         "mini_batches": 4,
         "torch": torch.__version__,
         "results": rows,
+        "phases_eager": breakdown,
+        "two_gpu": dist_row,
     }
     if os.environ.get("OUT"):
         with open(os.path.join(os.environ["OUT"], "ppo_update.json"), "w") as f:
             json.dump(result, f, indent=2)
-    print(f"PPO update, {n} envs x {t} steps, 5x4 mini-batches, {hidden}, {result['device']}")
-    print(f"{'implementation':<26}{'median s/update':>18}")
+    ref = rows.get("rsl_rl 5.4.2 PPO", {}).get("median_s")
+    print(f"\nPPO update, {n} envs x {t} steps, 5x4 mini-batches, {hidden}, {result['device']}")
+    print(f"{'implementation':<24}{'median s':>11}{'vs rsl_rl':>11}  status")
     for name, row in rows.items():
-        print(f"{name:<26}{row['median_s']:>18.4f}")
+        med = row.get("median_s")
+        speed = f"{ref / med:>10.2f}x" if med and ref else f"{'-':>11}"
+        print(f"{name:<24}{med if med else float('nan'):>11.4f}{speed}  {row['status']}")
+    print(f"\nwhere time goes (eager default, per update){'':<4}{'total s':>10}{'issue s':>10}")
+    for name, row in breakdown.items():
+        print(f"  {name:<44}{row['median_s']:>10.4f}{row['issue_s']:>10.4f}")
+    if dist_row and "sync_share" in dist_row:
+        print(
+            f"\n2 GPUs: update {dist_row['update_with_grad_sync_s']:.4f} s with GradAllReduce, "
+            f"{dist_row['update_without_sync_s']:.4f} s without: "
+            f"{100 * dist_row['sync_share']:.1f}% in gradient sync"
+        )
+    elif dist_row:
+        print(f"\n2 GPUs: {dist_row}")
 
 
 if __name__ == "__main__":

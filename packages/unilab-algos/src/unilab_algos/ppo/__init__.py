@@ -5,5 +5,15 @@ from .config import RNDConfig as RNDConfig
 from .learner import PPO as PPO
 from .loss import gaussian_kl as gaussian_kl
 from .loss import ppo_loss as ppo_loss
+from .schedule import adaptive_lr as adaptive_lr
+from .schedule import adaptive_lr_tensor as adaptive_lr_tensor
 
-__all__ = ["PPO", "PPOConfig", "RNDConfig", "gaussian_kl", "ppo_loss"]
+__all__ = [
+    "PPO",
+    "PPOConfig",
+    "RNDConfig",
+    "adaptive_lr",
+    "adaptive_lr_tensor",
+    "gaussian_kl",
+    "ppo_loss",
+]

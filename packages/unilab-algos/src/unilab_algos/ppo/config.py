@@ -59,6 +59,18 @@ class PPOConfig:
     distribution, summed over actions, averaged over the mini-batch) rides in the gradient
     collective's `extra`, so every rank computes the same LR from the global mean KL without
     extra collectives.
+
+    Learning-rate storage: `lr_on_device=True` keeps the LR in a float64 device tensor (the KL
+    rule applied with `torch.where`, same values as the Python-float rule) that Adam reads as a
+    tensor `lr`, so no mini-batch reads the device; metrics are read once at the end of
+    `update()`. `False` keeps RSL-RL's Python float (one host read of the KL per mini-batch);
+    `rsl_rl()` uses it so the preset stays bitwise RSL-RL.
+
+    Capture: `capture="cuda_graph"` replays each feed-forward mini-batch step from two CUDA
+    graphs (forward + loss + backward; LR rule + clipping + Adam), with `grad_sync` run eagerly
+    between them on the static gradients. It needs a CUDA device, `lr_on_device`, a
+    feed-forward actor and critic and equal mini-batches (`remainder="drop"`); otherwise (or if
+    capture raises) the update runs eagerly and `PPO.capture_status` says why.
     """
 
     actor: NetworkConfig = attrs.field(factory=NetworkConfig)
@@ -111,6 +123,10 @@ class PPOConfig:
     gae_rsl_rl: bool = False
     bootstrap_time_outs: bool = True
     rnd: RNDConfig | None = None
+    lr_on_device: bool = True
+    capture: Literal["none", "cuda_graph"] = attrs.field(
+        default="none", validator=attrs.validators.in_(("none", "cuda_graph"))
+    )
 
     @lr_bounds.validator
     def _check_bounds(self, _attr: attrs.Attribute, value: tuple[float, float]) -> None:
@@ -129,7 +145,8 @@ class PPOConfig:
     @classmethod
     def rsl_rl(cls, **overrides: object) -> PPOConfig:
         """RSL-RL 5.4.2 semantics (see RSL_RL_5_4_2.md): local statistics, RSL-RL normalizer
-        arithmetic, randperm once per update, separate actor/critic clipping, adaptive KL.
+        arithmetic, randperm once per update, separate actor/critic clipping, adaptive KL with
+        a Python-float learning rate (`lr_on_device=False`).
 
         Network sizes default to RSL-RL's MLPModel default (256, 256, 256); override with
         `actor=NetworkConfig(...)` etc.
@@ -145,6 +162,7 @@ class PPOConfig:
             shuffle="per_iteration",
             remainder="drop",
             gae_rsl_rl=True,
+            lr_on_device=False,
         )
         base.update(overrides)
         return cls(**base)  # type: ignore[arg-type]

@@ -16,6 +16,7 @@ normalized per rollout (counted in `update()`'s figure, where it is reported).
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 from itertools import chain
 from typing import Any
@@ -34,9 +35,11 @@ from unilab_storage import (
 
 from ..common.models import GaussianActor, ValueCritic
 from ..common.normalizer import ReduceSum
+from ._capture import CapturedStep
 from .config import PPOConfig
 from .loss import gaussian_kl, ppo_loss
 from .networks import RND, ExportPolicy, ExportRecurrentPolicy, build_actor, build_critic, td_module
+from .schedule import adaptive_lr, adaptive_lr_tensor
 
 __all__ = ["PPO"]
 
@@ -73,6 +76,9 @@ class PPO:
     `actions` [A], `log_prob`, `mean` [A], `std` [A], `values`, `rewards`, `dones` (bool),
     `("hidden", "actor"|"critic", "h"|"c")` [L, H] for recurrent nets; after
     `compute_returns`: `advantages`, `returns`.
+
+    Attributes: `learning_rate` (float property; on the device-LR path reading it syncs),
+    `capture_status` ("off", "pending", "captured" or "eager: <reason>", see `PPOConfig`).
     """
 
     def __init__(
@@ -118,8 +124,20 @@ class PPO:
         ).to(self.device)
         self.actor_td = td_module(self.actor, cfg.actor_obs, "mean")
         self.critic_td = td_module(self.critic, cfg.critic_obs, "values")
+        self.capture_status = self._capture_check()
+        opt_kw: dict[str, Any] = {}
+        if cfg.lr_on_device:  # fused Adam: one kernel for all parameters, reads the LR tensor
+            opt_kw = {"fused": True, "capturable": self.capture_status == "pending"}
+        self._lr: torch.Tensor | None = None  # float64 rule state (device path)
+        self._lr_opt: torch.Tensor | None = None  # float32 copy that Adam reads
+        self._lr_float = float(cfg.learning_rate)  # Python-float path (rsl_rl preset)
+        if cfg.lr_on_device:
+            self._lr = torch.tensor(cfg.learning_rate, dtype=torch.float64, device=self.device)
+            self._lr_opt = self._lr.to(torch.float32)
         self.optimizer = torch.optim.Adam(
-            chain(self.actor.parameters(), self.critic.parameters()), lr=cfg.learning_rate
+            chain(self.actor.parameters(), self.critic.parameters()),
+            lr=self._lr_opt if self._lr_opt is not None else cfg.learning_rate,
+            **opt_kw,
         )
         self.rnd: RND | None = None
         self.rnd_optimizer: torch.optim.Optimizer | None = None
@@ -127,15 +145,53 @@ class PPO:
             dim = _obs_dim(obs_shapes, cfg.rnd.obs)
             self.rnd = RND(dim, cfg.rnd, obs_reduce).to(self.device)
             self.rnd_optimizer = torch.optim.Adam(
-                self.rnd.predictor.parameters(), lr=cfg.rnd.learning_rate
+                self.rnd.predictor.parameters(), lr=cfg.rnd.learning_rate, **opt_kw
             )
-        self.learning_rate = float(cfg.learning_rate)
         self.num_updates = 0
         self.storage: RolloutStorage | None = None
         self._pending: TensorDict | None = None
         self._obs_groups = tuple(dict.fromkeys(cfg.actor_obs + cfg.critic_obs + self._rnd_obs()))
+        self._acc = torch.zeros(5, dtype=torch.float64, device=self.device)
+        self._adv_collectives = 0
+        self._graphs: CapturedStep | None = None
 
     # ------------------------------------------------------------------ setup
+    def _capture_check(self) -> str:
+        """Capture status: off, pending (captured at the next update) or "eager: <reason>"."""
+        cfg = self.cfg
+        if cfg.capture == "none":
+            return "off"
+        reasons = []
+        if self.device.type != "cuda":
+            reasons.append(f"CUDA graphs need a CUDA device, got {self.device}")
+        if not cfg.lr_on_device:
+            reasons.append("lr_on_device=False reads the KL on the host every mini-batch")
+        if cfg.recurrent:
+            reasons.append("recurrent mini-batches vary in shape")
+        if cfg.remainder != "drop":
+            reasons.append(f"remainder={cfg.remainder!r} gives unequal mini-batches")
+        if not reasons:
+            return "pending"
+        reason = "eager: " + "; ".join(reasons)
+        warnings.warn(f"PPO capture='cuda_graph' falls back to eager ({reason})", stacklevel=3)
+        return reason
+
+    @property
+    def learning_rate(self) -> float:
+        """Current learning rate (reads the device tensor on the device path: one host sync)."""
+        return float(self._lr) if self._lr is not None else self._lr_float
+
+    def _set_lr(self, value: float) -> None:
+        if self._lr is not None:
+            self._lr.fill_(value)
+            self._lr_opt.copy_(self._lr)
+            lr: float | torch.Tensor = self._lr_opt
+        else:
+            self._lr_float = float(value)
+            lr = self._lr_float
+        for group in self.optimizer.param_groups:
+            group["lr"] = lr
+
     def _rnd_obs(self) -> tuple[str, ...]:
         return self.cfg.rnd.obs if self.cfg.rnd is not None else ()
 
@@ -298,111 +354,151 @@ class PPO:
         return states[0] if len(states) == 1 else tuple(states)
 
     def _adapt_lr(self, kl: torch.Tensor) -> None:
-        # RSL-RL's rule, python-float LR; every rank holds the same global KL, hence the same LR.
-        d, f = self.cfg.desired_kl, self.cfg.lr_factor
-        lo, hi = self.cfg.lr_bounds
-        if kl > d * 2.0:
-            self.learning_rate = max(lo, self.learning_rate / f)
-        elif kl < d / 2.0 and kl > 0.0:
-            self.learning_rate = min(hi, self.learning_rate * f)
-        for group in self.optimizer.param_groups:
-            group["lr"] = self.learning_rate
+        # Every rank holds the same global KL, hence computes the same LR (no broadcast).
+        cfg = self.cfg
+        kw = dict(desired_kl=cfg.desired_kl, factor=cfg.lr_factor, bounds=cfg.lr_bounds)
+        if self._lr is None:  # RSL-RL: Python float, one host read of the KL
+            self._lr_float = adaptive_lr(self._lr_float, kl, **kw)
+            for group in self.optimizer.param_groups:
+                group["lr"] = self._lr_float
+        else:  # on device, no sync; Adam reads self._lr_opt (its param-group lr)
+            self._lr.copy_(adaptive_lr_tensor(self._lr, kl, **kw))
+            self._lr_opt.copy_(self._lr)
+
+    def _mb_advantages(self, mb: TensorDictBase) -> tuple[torch.Tensor, int]:
+        adv = mb["advantages"]
+        if self.cfg.advantage_norm and self.cfg.advantage_norm_per_mini_batch:
+            with torch.no_grad():
+                adv = normalize_advantages(adv, reduce_sum=self._adv_reduce)
+            return adv, int(self._adv_reduce is not None)
+        return adv, 0
+
+    def _forward_backward(
+        self,
+        mb: TensorDictBase,
+        obs_src: TensorDictBase,
+        masks: torch.Tensor | None,
+        initial: TensorDictBase | None,
+        adv: torch.Tensor,
+    ) -> tuple[torch.Tensor | None, torch.Tensor]:
+        """Loss and backward of one mini-batch into `.grad`. Returns the local KL (0-d, adaptive
+        schedule only) and the detached losses `[value, surrogate, entropy, rnd]` (float32)."""
+        cfg = self.cfg
+        a_obs = self._cat(obs_src["obs"], cfg.actor_obs)
+        c_obs = self._cat(obs_src["obs"], cfg.critic_obs)
+        mean = self.actor.features(a_obs, masks, self._hidden(initial, "actor", self.actor))
+        values = self.critic.features(
+            c_obs, masks, self._hidden(initial, "critic", self.critic)
+        ).squeeze(-1)
+        dist = self.actor.distribution(mean)
+        kl = None
+        if cfg.schedule == "adaptive":
+            with torch.no_grad():
+                kl = gaussian_kl(mb["mean"], mb["std"], dist.mean, dist.stddev)
+        out = ppo_loss(
+            dist,
+            mb["actions"],
+            mb["log_prob"],
+            adv,
+            values,
+            mb["values"],
+            mb["returns"],
+            clip_param=cfg.clip_param,
+            value_loss_coef=cfg.value_loss_coef,
+            entropy_coef=cfg.entropy_coef,
+            use_clipped_value_loss=cfg.use_clipped_value_loss,
+        )
+        rnd_loss = None
+        if self.rnd is not None:
+            rnd_obs = obs_src["obs"]
+            if masks is not None:  # recurrent: RND is feed-forward, use the unpadded obs
+                rnd_obs = mb["obs"]
+            rnd_loss = self.rnd.loss(self._cat(rnd_obs, cfg.rnd.obs))
+        self.optimizer.zero_grad()
+        out["loss"].backward()
+        if rnd_loss is not None:
+            self.rnd_optimizer.zero_grad()
+            rnd_loss.backward()
+        rnd_term = rnd_loss if rnd_loss is not None else torch.zeros((), device=self.device)
+        losses = torch.stack([out["value"], out["surrogate"], out["entropy"], rnd_term])
+        return kl, losses.detach()
+
+    def _sync_grads(
+        self, params: list[nn.Parameter], kl: torch.Tensor | None
+    ) -> tuple[torch.Tensor | None, int]:
+        """One `grad_sync` call (KL in `extra`); returns the global KL and the call count."""
+        if self.grad_sync is None:
+            return kl, 0
+        synced = self.grad_sync(params, kl.reshape(1) if kl is not None else None)
+        return (synced[0] if kl is not None else None), 1
+
+    def _apply(self, kl: torch.Tensor | None, losses: torch.Tensor) -> None:
+        """LR rule, clipping, optimizer step(s) and metric accumulation (no host sync on the
+        device-LR path; CUDA-graph capturable)."""
+        cfg = self.cfg
+        if kl is not None:
+            self._adapt_lr(kl)
+        if cfg.max_grad_norm is not None:
+            if cfg.grad_clip == "separate":
+                nn.utils.clip_grad_norm_(self.actor.parameters(), cfg.max_grad_norm)
+                nn.utils.clip_grad_norm_(self.critic.parameters(), cfg.max_grad_norm)
+            else:
+                nn.utils.clip_grad_norm_(
+                    [*self.actor.parameters(), *self.critic.parameters()], cfg.max_grad_norm
+                )
+        self.optimizer.step()
+        if self.rnd_optimizer is not None:
+            self.rnd_optimizer.step()
+        kl_term = kl.reshape(1) if kl is not None else losses.new_zeros(1)
+        # float64 sums of the float32 losses = RSL-RL's Python-float sums
+        self._acc += torch.cat([losses[:3], kl_term, losses[3:]]).to(torch.float64)
 
     def update(self) -> dict[str, float]:
         """E epochs x M mini-batches of PPO; returns mean losses and bookkeeping:
         `value`, `surrogate`, `entropy` (RSL-RL's definitions), `kl` (mean of the global KLs,
-        adaptive schedule only), `rnd`, `learning_rate` (after the update), `collectives`
-        (grad_sync + reduce_sum calls, see module docstring), `mini_batches`."""
+        adaptive schedule only), `rnd`, `learning_rate` (after the update), `action_std` (mean
+        std of the policy after the update), `collectives` (grad_sync + reduce_sum calls, see
+        module docstring), `mini_batches`.
+
+        On the device-LR path nothing reads the device until the single read of all metrics at
+        the end (the RSL-RL preset reads the KL once per mini-batch, as RSL-RL does).
+        """
         cfg = self.cfg
         if self.storage is None or "advantages" not in self.storage.data.keys():  # noqa: SIM118
             raise RuntimeError("PPO.update: call compute_returns() first")
-        adaptive = cfg.schedule == "adaptive"
         params = self._params()
-        collectives = getattr(self, "_adv_collectives", 0)
-        acc = torch.zeros(5, dtype=torch.float64, device=self.device)
+        collectives = self._adv_collectives
+        self._acc.zero_()
         count = 0
-        std_now = None
-        for mb, obs_src, masks, initial in self._batches():
-            a_obs = self._cat(obs_src["obs"], cfg.actor_obs)
-            c_obs = self._cat(obs_src["obs"], cfg.critic_obs)
-            adv = mb["advantages"]
-            if cfg.advantage_norm and cfg.advantage_norm_per_mini_batch:
-                with torch.no_grad():
-                    adv = normalize_advantages(adv, reduce_sum=self._adv_reduce)
-                collectives += int(self._adv_reduce is not None)
-            mean = self.actor.features(a_obs, masks, self._hidden(initial, "actor", self.actor))
-            values = self.critic.features(
-                c_obs, masks, self._hidden(initial, "critic", self.critic)
-            ).squeeze(-1)
-            dist = self.actor.distribution(mean)
-            kl = None
-            if adaptive:
-                with torch.no_grad():
-                    kl = gaussian_kl(mb["mean"], mb["std"], dist.mean, dist.stddev)
-            out = ppo_loss(
-                dist,
-                mb["actions"],
-                mb["log_prob"],
-                adv,
-                values,
-                mb["values"],
-                mb["returns"],
-                clip_param=cfg.clip_param,
-                value_loss_coef=cfg.value_loss_coef,
-                entropy_coef=cfg.entropy_coef,
-                use_clipped_value_loss=cfg.use_clipped_value_loss,
-            )
-            rnd_loss = None
-            if self.rnd is not None:
-                rnd_obs = obs_src["obs"]
-                if masks is not None:  # recurrent: RND is feed-forward, use the unpadded obs
-                    rnd_obs = mb["obs"]
-                rnd_loss = self.rnd.loss(self._cat(rnd_obs, cfg.rnd.obs))
-            self.optimizer.zero_grad()
-            out["loss"].backward()
-            if rnd_loss is not None:
-                self.rnd_optimizer.zero_grad()
-                rnd_loss.backward()
-            if self.grad_sync is not None:
-                extra = kl.reshape(1) if kl is not None else None
-                synced = self.grad_sync(params, extra)
-                collectives += 1
-                if kl is not None:
-                    kl = synced[0]
-            if kl is not None:
-                self._adapt_lr(kl)
-            if cfg.max_grad_norm is not None:
-                if cfg.grad_clip == "separate":
-                    nn.utils.clip_grad_norm_(self.actor.parameters(), cfg.max_grad_norm)
-                    nn.utils.clip_grad_norm_(self.critic.parameters(), cfg.max_grad_norm)
-                else:
-                    nn.utils.clip_grad_norm_(
-                        [*self.actor.parameters(), *self.critic.parameters()], cfg.max_grad_norm
-                    )
-            self.optimizer.step()
-            if self.rnd_optimizer is not None:
-                self.rnd_optimizer.step()
-            row = [out["value"], out["surrogate"], out["entropy"]]
-            row.append(kl if kl is not None else torch.zeros((), device=self.device))
-            row.append(rnd_loss if rnd_loss is not None else torch.zeros((), device=self.device))
-            for i, v in enumerate(row):  # sequential float64 sums = RSL-RL's python-float sums
-                acc[i] += v.detach().to(torch.float64)
-            count += 1
-            std_now = dist.stddev
+        if self.capture_status in ("pending", "captured"):
+            if self._graphs is None:
+                self._graphs = CapturedStep(self)
+            count, synced = self._graphs.run_update(params)
+            collectives += synced
+        else:
+            for mb, obs_src, masks, initial in self._batches():
+                adv, n_adv = self._mb_advantages(mb)
+                kl, losses = self._forward_backward(mb, obs_src, masks, initial, adv)
+                kl, n_sync = self._sync_grads(params, kl)
+                self._apply(kl, losses)
+                collectives += n_adv + n_sync
+                count += 1
         self.storage.clear()
         self.storage.data.del_("advantages")
         self.num_updates += 1
-        vals = (acc / count).tolist()
+        tail = [self.actor.std().detach().mean().reshape(1).to(torch.float64)]
+        if self._lr is not None:
+            tail.append(self._lr.reshape(1))
+        vals = torch.cat([self._acc / count, *tail]).tolist()  # the one host read
         metrics = {"value": vals[0], "surrogate": vals[1], "entropy": vals[2]}
-        if adaptive:
+        if cfg.schedule == "adaptive":
             metrics["kl"] = vals[3]
         if self.rnd is not None:
             metrics["rnd"] = vals[4]
-        metrics["learning_rate"] = self.learning_rate
+        metrics["learning_rate"] = vals[6] if self._lr is not None else self._lr_float
         metrics["collectives"] = collectives
         metrics["mini_batches"] = count
-        if std_now is not None:
-            metrics["action_std"] = float(std_now.detach().mean())
+        metrics["action_std"] = vals[5]
         return metrics
 
     # ---------------------------------------------------------- runner helpers
@@ -442,17 +538,20 @@ class PPO:
         self.critic.reset(dones)
 
     def state_dict(self) -> dict[str, Any]:
-        """Models (incl. normalizers), optimizer(s), learning rate and update counter."""
+        """Models (incl. normalizers), optimizer(s), learning rate (a float) and update counter.
+
+        Optimizer param-group LRs are stored as floats, so checkpoints load on either LR path.
+        """
         sd: dict[str, Any] = {
             "actor": self.actor.state_dict(),
             "critic": self.critic.state_dict(),
-            "optimizer": self.optimizer.state_dict(),
+            "optimizer": _portable_optimizer_state(self.optimizer),
             "learning_rate": self.learning_rate,
             "num_updates": self.num_updates,
         }
         if self.rnd is not None:
             sd["rnd"] = self.rnd.state_dict()
-            sd["rnd_optimizer"] = self.rnd_optimizer.state_dict()
+            sd["rnd_optimizer"] = _portable_optimizer_state(self.rnd_optimizer)
         return sd
 
     def load_state_dict(self, sd: Mapping[str, Any]) -> None:
@@ -464,10 +563,24 @@ class PPO:
         self.actor.load_state_dict(sd["actor"])
         self.critic.load_state_dict(sd["critic"])
         self.optimizer.load_state_dict(sd["optimizer"])
-        self.learning_rate = float(sd["learning_rate"])
-        for group in self.optimizer.param_groups:
-            group["lr"] = self.learning_rate
+        self._set_lr(float(sd["learning_rate"]))
         self.num_updates = int(sd["num_updates"])
         if self.rnd is not None:
             self.rnd.load_state_dict(sd["rnd"])
             self.rnd_optimizer.load_state_dict(sd["rnd_optimizer"])
+        self._graphs = None  # the optimizer state tensors were replaced: capture again
+        if self.capture_status == "captured":
+            self.capture_status = "pending"
+
+
+def _portable_optimizer_state(opt: torch.optim.Optimizer) -> dict[str, Any]:
+    """`opt.state_dict()` with tensor learning rates turned into floats (no aliasing of the
+    live LR tensor in the checkpoint)."""
+    sd = opt.state_dict()
+    groups = []
+    for g in sd["param_groups"]:
+        g = dict(g)
+        if isinstance(g.get("lr"), torch.Tensor):
+            g["lr"] = float(g["lr"])
+        groups.append(g)
+    return {"state": sd["state"], "param_groups": groups}

@@ -1,0 +1,197 @@
+"""Plots from the benchmark JSONs: return vs wall-clock, throughput scaling, PPO phase profile.
+
+    python3 tools/bench/plot_curves.py RESULTS... [--out docs/benchmarks] [--prefix ppo_]
+
+RESULTS are JSON files or folders (every *.json inside, recursively) written by
+  - tools/bench/bench_ppo_e2e.py (`ppo_e2e_<name>.json`: per GPU count the per-iteration curve of
+    rank 0, throughput and profile; `ppo_e2e_<name>_curve.json`: curves only),
+  - tools/bench/bench_mjlab.py (`mjlab_<name>.json`: rsl_rl's per-iteration steps/s and mean
+    reward, with the wall-clock since launch),
+  - any other file of the form {"curves": {label: {"points": [{"time_s", "mean_return"}, ...]}}}
+    (e.g. an off-policy trainer's curve).
+Other JSONs are skipped with a note. Writes, into `--out` (default $OUT, else docs/benchmarks):
+  `<prefix>curves.png`   mean episode return vs wall-clock from the first training iteration
+                         (setup and compilation excluded), one panel per source (the returns
+                         of UniLab and MJLab are different reward functions: not comparable in
+                         value, only in shape and time);
+  `<prefix>scaling.png`  env-steps/s by GPU count, UniLab runs next to MJLab, with weak-scaling
+                         efficiency;
+  `<prefix>profile.png`  UniLab's profiled iteration split into phases (when profiled).
+Needs matplotlib (Agg backend; no display).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+from pathlib import Path
+
+PHASES = ("physics", "obs_reward", "inference", "storage", "learning", "sync", "other")
+
+
+def load(paths: list[str]) -> list[tuple[str, dict]]:
+    files: list[Path] = []
+    for p in map(Path, paths):
+        files += sorted(p.rglob("*.json")) if p.is_dir() else [p]
+    out = []
+    for f in files:
+        with open(f) as fh:
+            out.append((f.name, json.load(fh)))
+    return out
+
+
+def collect(docs: list[tuple[str, dict]]):
+    """-> curves {panel: {label: [(t, ret)]}}, scaling [(source, gpus, sps)], profiles."""
+    curves: dict[str, dict[str, list[tuple[float, float]]]] = {}
+    scaling: list[tuple[str, int, float]] = []
+    profiles: list[tuple[str, int, dict]] = []
+    for fname, doc in docs:
+        if "results" in doc and doc["results"] and "ranks" in doc["results"][0]:  # ppo_e2e
+            name = doc["args"].get("name", fname)
+            for r in doc["results"]:
+                label = f"{name}, {r['gpus']} GPU"
+                pts = [
+                    (p["time_s"], p["mean_return"])
+                    for p in r["ranks"][0]["curve"]
+                    if p.get("mean_return") is not None
+                ]
+                curves.setdefault("UniLab PPO", {})[label] = pts
+                if r.get("env_steps_per_s"):
+                    scaling.append((f"UniLab {name}", r["gpus"], r["env_steps_per_s"]))
+                if r.get("profile_median_s"):
+                    profiles.append((name, r["gpus"], r["profile_median_s"]))
+        elif "curves" in doc:  # curve-only files
+            name = doc.get("args", {}).get("name", fname.removesuffix(".json"))
+            panel = "UniLab PPO" if fname.startswith("ppo_e2e") else name
+            for key, c in doc["curves"].items():
+                label = f"{name}, {key} GPU" if key.isdigit() else f"{name}, {key}"
+                pts = [
+                    (p["time_s"], p["mean_return"])
+                    for p in c["points"]
+                    if p.get("mean_return") is not None
+                ]
+                curves.setdefault(panel, {})[label] = pts
+        elif "runs" in doc and "task" in doc:  # bench_mjlab
+            for r in doc["runs"]:
+                label = f"MJLab, {r['gpus']} GPU, {r['num_envs']} envs"
+                its = [it for it in r["iterations"] if it.get("wall_s") is not None]
+                # wall_s counts from launch; start the clock at the first iteration's start
+                t0 = its[0]["wall_s"] - its[0].get("iteration_s", 0.0) if its else 0.0
+                pts = [
+                    (it["wall_s"] - t0, it["mean_reward"])
+                    for it in r["iterations"]
+                    if it.get("mean_reward") is not None and it.get("wall_s") is not None
+                ]
+                curves.setdefault("MJLab + RSL-RL", {})[label] = pts
+                sps = r.get("median_steps_per_s_after_warmup") or r.get("median_steps_per_s")
+                if sps and r["num_envs"] == 4096:
+                    scaling.append(("MJLab + RSL-RL", r["gpus"], sps))
+        else:
+            print(f"plot_curves: skipping {fname} (not a benchmark result this script knows)")
+    return curves, scaling, profiles
+
+
+def plot_curves(plt, curves, path: str) -> bool:
+    panels = {k: v for k, v in curves.items() if any(v.values())}
+    if not panels:
+        return False
+    fig, axes = plt.subplots(1, len(panels), figsize=(6 * len(panels), 4), squeeze=False)
+    for ax, (panel, lines) in zip(axes[0], panels.items(), strict=True):
+        for label, pts in lines.items():
+            if pts:
+                ax.plot([p[0] for p in pts], [p[1] for p in pts], label=label)
+        ax.set_title(panel)
+        ax.set_xlabel("wall-clock since the first iteration started (s)")
+        ax.set_ylabel("mean episode return")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return True
+
+
+def plot_scaling(plt, scaling, path: str) -> bool:
+    if not scaling:
+        return False
+    sources = list(dict.fromkeys(s for s, _, _ in scaling))
+    gpus = sorted({g for _, g, _ in scaling})
+    value = {(s, g): v for s, g, v in scaling}
+    width = 0.8 / len(sources)
+    fig, ax = plt.subplots(figsize=(max(5, 2.5 * len(gpus) * len(sources) / 2), 4))
+    for i, s in enumerate(sources):
+        xs = [j + (i - (len(sources) - 1) / 2) * width for j in range(len(gpus))]
+        ys = [value.get((s, g), math.nan) for g in gpus]
+        bars = ax.bar(xs, ys, width, label=s)
+        base = value.get((s, 1))
+        for bar, g, y in zip(bars, gpus, ys, strict=True):
+            if math.isnan(y):
+                continue
+            text = f"{y / 1e3:,.0f}k" if y >= 1e4 else f"{y:,.0f}"
+            if base and g > 1:
+                text += f"\n{y / (g * base):.0%}"
+            ax.annotate(
+                text, (bar.get_x() + bar.get_width() / 2, y), ha="center", va="bottom", fontsize=8
+            )
+    ax.set_xticks(range(len(gpus)), [f"{g} GPU" for g in gpus])
+    ax.set_ylabel("env-steps/s (total)")
+    ax.set_title("PPO end to end: env-steps/s, weak-scaling efficiency")
+    ax.legend(fontsize=8)
+    ax.grid(axis="y", alpha=0.3)
+    ax.margins(y=0.15)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return True
+
+
+def plot_profile(plt, profiles, path: str) -> bool:
+    if not profiles:
+        return False
+    fig, ax = plt.subplots(figsize=(9, 1.8 + 0.6 * len(profiles)))
+    labels = [f"{n}, {g} GPU" for n, g, _ in profiles]
+    left = [0.0] * len(profiles)
+    for phase in PHASES:
+        widths = [p.get(phase, 0.0) * 1e3 for _, _, p in profiles]
+        ax.barh(labels, widths, left=left, label=phase)
+        left = [a + b for a, b in zip(left, widths, strict=True)]
+    ax.set_xlabel("ms per iteration (synchronized between phases)")
+    ax.set_title("UniLab PPO iteration by phase (rank 0)")
+    ax.legend(fontsize=8, ncol=len(PHASES), loc="upper center", bbox_to_anchor=(0.5, -0.45))
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return True
+
+
+def main(argv=None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("results", nargs="+")
+    ap.add_argument("--out", default=os.environ.get("OUT") or "docs/benchmarks")
+    ap.add_argument("--prefix", default="")
+    args = ap.parse_args(argv)
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError as e:  # pragma: no cover - environment dependent
+        raise SystemExit(f"plot_curves needs matplotlib ({e}); pip install matplotlib") from e
+    curves, scaling, profiles = collect(load(args.results))
+    os.makedirs(args.out, exist_ok=True)
+    made = []
+    for kind, fn, data in (
+        ("curves", plot_curves, curves),
+        ("scaling", plot_scaling, scaling),
+        ("profile", plot_profile, profiles),
+    ):
+        path = os.path.join(args.out, f"{args.prefix}{kind}.png")
+        if fn(plt, data, path):
+            made.append(path)
+    print("\n".join(f"wrote {p}" for p in made) if made else "plot_curves: nothing to plot")
+
+
+if __name__ == "__main__":
+    main()
