@@ -1,5 +1,67 @@
-"""UniLab's runners, configs and the `unilab` command line."""
+"""UniLab's runners, configs and the `unilab` command line.
+
+from unilab_integration import make_config, apply_overrides, train
+
+cfg = make_config("cartpole-balance", "ppo")
+cfg = apply_overrides(cfg, ["launch.cpu_workers=2", "runner.until_solved=true"])
+result = train(cfg)           # launches the workers, returns rank 0's summary
+"""
+
+from ._algorithms import ALGORITHMS as ALGORITHMS
+from ._algorithms import AlgorithmSpec as AlgorithmSpec
+from ._checkpoint import CheckpointError as CheckpointError
+from ._checkpoint import load_checkpoint as load_checkpoint
+from ._checkpoint import resolve_checkpoint as resolve_checkpoint
+from ._checkpoint import save_checkpoint as save_checkpoint
+from ._config import PRESETS as PRESETS
+from ._config import EnvConfig as EnvConfig
+from ._config import LaunchSettings as LaunchSettings
+from ._config import RunnerConfig as RunnerConfig
+from ._config import TrainConfig as TrainConfig
+from ._config import load_config as load_config
+from ._config import make_config as make_config
+from ._config import save_config as save_config
+from ._logger import MetricLogger as MetricLogger
+from ._overrides import apply_overrides as apply_overrides
+from ._policy import export_onnx as export_onnx
+from ._policy import learner_from_checkpoint as learner_from_checkpoint
+from ._policy import play as play
+from ._runners import NonFiniteError as NonFiniteError
+from ._runners import OffPolicyRunner as OffPolicyRunner
+from ._runners import OnPolicyRunner as OnPolicyRunner
+from ._runners import make_runner as make_runner
+from ._train import train as train
+from ._train import train_worker as train_worker
+from ._train import validate as validate
 
 __version__ = "0.1.0"
 
-__all__ = ["__version__"]
+__all__ = [
+    "ALGORITHMS",
+    "PRESETS",
+    "AlgorithmSpec",
+    "CheckpointError",
+    "EnvConfig",
+    "LaunchSettings",
+    "MetricLogger",
+    "NonFiniteError",
+    "OffPolicyRunner",
+    "OnPolicyRunner",
+    "RunnerConfig",
+    "TrainConfig",
+    "__version__",
+    "apply_overrides",
+    "export_onnx",
+    "learner_from_checkpoint",
+    "load_checkpoint",
+    "load_config",
+    "make_config",
+    "make_runner",
+    "play",
+    "resolve_checkpoint",
+    "save_checkpoint",
+    "save_config",
+    "train",
+    "train_worker",
+    "validate",
+]

@@ -1,0 +1,183 @@
+"""Checkpoints: the whole training state in one file, written atomically, with a `latest` pointer.
+
+Layout of a run directory:
+
+    RUN/config.json
+    RUN/checkpoints/ckpt_000050.pt    one per save (iteration number in the name)
+    RUN/checkpoints/latest            text: the file name of the newest complete checkpoint
+
+A checkpoint is a dict (torch.save) with keys: `format` ("unilab-checkpoint"), `version`,
+`task`, `algo_name`, `config` (TrainConfig.to_dict()), `world_size`, `iteration`, `counters`
+(env steps per rank and global, episodes, wall time), `learner` (rank 0's learner.state_dict()),
+`shapes` (observation shapes, action dim, and every tensor shape of the learner's state: the
+network shape fingerprint), `curriculum` (per rank), `rng` (per rank: python, numpy, torch,
+cuda), `env_state` (per rank, when the env supports it) and `obs` (per rank: the last
+observation TensorDict, so the next iteration continues from it).
+"""
+
+from __future__ import annotations
+
+import os
+import random
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import torch
+
+__all__ = [
+    "CheckpointError",
+    "capture_rng",
+    "check_compatible",
+    "load_checkpoint",
+    "resolve_checkpoint",
+    "restore_rng",
+    "save_checkpoint",
+    "tensor_shapes",
+]
+
+FORMAT = "unilab-checkpoint"
+VERSION = 1
+LATEST = "latest"
+
+
+class CheckpointError(ValueError):
+    """A checkpoint is missing, unreadable, or from another task, algorithm or network shape."""
+
+
+def checkpoint_name(iteration: int) -> str:
+    return f"ckpt_{iteration:06d}.pt"
+
+
+def _atomic_write_bytes(path: Path, write: Any) -> None:
+    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
+    try:
+        with open(tmp, "wb") as f:
+            write(f)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
+
+
+def save_checkpoint(
+    directory: str | os.PathLike, iteration: int, payload: Mapping[str, Any]
+) -> Path:
+    """Write `payload` to DIRECTORY/ckpt_<iteration>.pt atomically, then point `latest` at it.
+
+    A crash at any moment leaves either the previous checkpoint and pointer, or the new
+    ones; never a partial file under a checkpoint's name.
+    """
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    data = {"format": FORMAT, "version": VERSION, **payload, "iteration": iteration}
+    path = directory / checkpoint_name(iteration)
+    _atomic_write_bytes(path, lambda f: torch.save(data, f))
+    _atomic_write_bytes(directory / LATEST, lambda f: f.write(path.name.encode() + b"\n"))
+    return path
+
+
+def resolve_checkpoint(path: str | os.PathLike) -> Path:
+    """The checkpoint file meant by `path`: a file, a checkpoints folder or a run folder."""
+    path = Path(path)
+    if path.is_file():
+        return path
+    for folder in (path, path / "checkpoints"):
+        pointer = folder / LATEST
+        if pointer.is_file():
+            target = folder / pointer.read_text().strip()
+            if not target.is_file():
+                raise CheckpointError(f"{pointer} points to {target.name}, which does not exist")
+            return target
+    raise CheckpointError(f"no checkpoint at {path} (no file, and no '{LATEST}' pointer)")
+
+
+def load_checkpoint(path: str | os.PathLike, map_location: str | torch.device = "cpu") -> dict:
+    """Load and validate a checkpoint (see the module docstring for its keys)."""
+    file = resolve_checkpoint(path)
+    try:
+        data = torch.load(file, map_location=map_location, weights_only=False)
+    except Exception as e:
+        raise CheckpointError(f"cannot read checkpoint {file}: {e}") from e
+    if not isinstance(data, dict) or data.get("format") != FORMAT:
+        raise CheckpointError(f"{file} is not a UniLab checkpoint")
+    if data.get("version") != VERSION:
+        raise CheckpointError(
+            f"{file} has checkpoint version {data.get('version')}, this UniLab reads {VERSION}"
+        )
+    data["path"] = str(file)
+    return data
+
+
+def tensor_shapes(state: Any, prefix: str = "") -> dict[str, tuple[int, ...]]:
+    """Flatten a nested state dict to {dotted key: tensor shape} (the network fingerprint).
+
+    Optimizer states are skipped: their shapes follow the parameters.
+    """
+    out: dict[str, tuple[int, ...]] = {}
+    if isinstance(state, torch.Tensor):
+        out[prefix] = tuple(state.shape)
+    elif isinstance(state, Mapping):
+        for key, value in state.items():
+            if "optim" in str(key):
+                continue
+            out.update(tensor_shapes(value, f"{prefix}.{key}" if prefix else str(key)))
+    return out
+
+
+def check_compatible(
+    ckpt: Mapping[str, Any],
+    *,
+    task: str,
+    algo_name: str,
+    shapes: Mapping[str, tuple[int, ...]],
+) -> None:
+    """Refuse a checkpoint from another task, algorithm or network shape, saying which."""
+    where = ckpt.get("path", "the checkpoint")
+    if ckpt["task"] != task:
+        raise CheckpointError(
+            f"{where} was trained on task '{ckpt['task']}', this run is task '{task}'"
+        )
+    if ckpt["algo_name"] != algo_name:
+        raise CheckpointError(
+            f"{where} was trained with algorithm '{ckpt['algo_name']}', this run uses '{algo_name}'"
+        )
+    saved = ckpt["shapes"]
+    diffs = []
+    for key in sorted(set(saved) | set(shapes)):
+        a, b = saved.get(key), shapes.get(key)
+        if a != b:
+            show_a = "absent" if a is None else list(a)
+            show_b = "absent" if b is None else list(b)
+            diffs.append(f"{key}: {show_a} in the checkpoint, {show_b} here")
+    if diffs:
+        shown = "; ".join(diffs[:5]) + (f"; and {len(diffs) - 5} more" if len(diffs) > 5 else "")
+        raise CheckpointError(f"{where} has another network shape: {shown}")
+
+
+def capture_rng(device: torch.device | None = None) -> dict[str, Any]:
+    """This process's RNG states: python, numpy (if installed), torch CPU and the CUDA device."""
+    state: dict[str, Any] = {"python": random.getstate(), "torch": torch.get_rng_state()}
+    try:
+        import numpy as np
+
+        state["numpy"] = np.random.get_state()
+    except ImportError:
+        pass
+    if device is not None and device.type == "cuda":
+        state["cuda"] = torch.cuda.get_rng_state(device)
+    return state
+
+
+def restore_rng(state: Mapping[str, Any], device: torch.device | None = None) -> None:
+    """Restore states captured by `capture_rng`."""
+    random.setstate(state["python"])
+    torch.set_rng_state(state["torch"])
+    if "numpy" in state:
+        import numpy as np
+
+        np.random.set_state(state["numpy"])
+    if device is not None and device.type == "cuda" and "cuda" in state:
+        torch.cuda.set_rng_state(state["cuda"], device)

@@ -1,0 +1,225 @@
+"""Training configuration: one frozen attrs config per component, composed per task and algorithm.
+
+    cfg = make_config("cartpole-balance", "ppo", preset="default")
+    cfg = apply_overrides(cfg, ["algo.learning_rate=3e-4", "env.num_envs=128"])
+    save_config(cfg, run_dir / "config.json")
+
+`TrainConfig` holds `env` (EnvConfig), `algo` (the algorithm's own config from unilab_algos:
+PPOConfig, DistillationConfig or FastSACConfig), `runner` (RunnerConfig) and `launch`
+(LaunchSettings). Presets: `default` (UniLab's global sync settings) and `rsl_rl` (RSL-RL 5.4.2
+semantics: local advantages, normalizers and curriculum). Every run writes its config as JSON.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+from ._algorithms import ALGORITHMS, algorithm_spec
+from ._overrides import apply_overrides, config_from_dict, config_to_dict
+
+__all__ = [
+    "PRESETS",
+    "EnvConfig",
+    "LaunchSettings",
+    "RunnerConfig",
+    "TrainConfig",
+    "load_config",
+    "make_config",
+    "save_config",
+]
+
+PRESETS = ("default", "rsl_rl")
+ENV_SCOPES = ("per-rank", "global")
+CURRICULUM_SYNC = ("local", "rank0", "global")
+
+
+def _positive(_inst: Any, attribute: attrs.Attribute, value: Any) -> None:
+    if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 1):
+        raise ValueError(f"{attribute.name} must be a positive integer, got {value!r}")
+
+
+@attrs.frozen(kw_only=True)
+class EnvConfig:
+    """The environment: task name, env count and its scope, and task keyword overrides.
+
+    `num_envs` is per rank when `scope == "per-rank"` (RSL-RL/MJLab: W*N in total) and the
+    total when `scope == "global"` (split evenly; a count not divisible by the world size is
+    refused). `kwargs` go to `unilab_envs.make(task, **kwargs)`.
+    """
+
+    task: str = attrs.field(validator=attrs.validators.instance_of(str))
+    num_envs: int = attrs.field(default=64, validator=_positive)
+    scope: str = attrs.field(default="per-rank", validator=attrs.validators.in_(ENV_SCOPES))
+    kwargs: dict[str, Any] = attrs.field(factory=dict)
+
+    def per_rank(self, world_size: int) -> int:
+        """Envs on each rank for `world_size` ranks (ValueError if a global count won't split)."""
+        if self.scope == "per-rank":
+            return self.num_envs
+        if self.num_envs % world_size:
+            raise ValueError(
+                f"env.num_envs={self.num_envs} with env.scope=global does not divide by the "
+                f"world size {world_size}; choose a multiple of {world_size}"
+            )
+        return self.num_envs // world_size
+
+    def total(self, world_size: int) -> int:
+        """Envs over all ranks."""
+        return self.per_rank(world_size) * world_size
+
+
+@attrs.frozen(kw_only=True)
+class RunnerConfig:
+    """The training loop.
+
+    Budget: `iterations` and/or `env_steps` (global env steps over all ranks); the run stops at
+    the first one reached, or earlier with `until_solved` when the global mean episode return
+    of `solved_patience` consecutive iterations reaches the task's success threshold.
+    `num_steps_per_env`: steps per env per iteration (the on-policy rollout length T; the
+    number of env steps between update phases off-policy). `save_interval`: iterations between
+    checkpoints (one is always written at the end). `curriculum_sync`: `local` (each rank its
+    own), `rank0` (rank 0's state broadcast) or `global` (metrics reduced, same decision).
+    `check_finite`: stop on NaN/inf in observations, losses, gradients or parameters.
+    `deterministic`: torch deterministic algorithms (bit-for-bit resume on CPU).
+    `imports`: modules imported in every worker before the env is made (custom tasks).
+    """
+
+    seed: int = attrs.field(default=0, validator=attrs.validators.instance_of(int))
+    iterations: int | None = attrs.field(default=None, validator=_positive)
+    env_steps: int | None = attrs.field(default=None, validator=_positive)
+    until_solved: bool = False
+    solved_patience: int = attrs.field(default=2, validator=_positive)
+    num_steps_per_env: int = attrs.field(default=24, validator=_positive)
+    save_interval: int = attrs.field(default=50, validator=_positive)
+    curriculum_sync: str = attrs.field(
+        default="global", validator=attrs.validators.in_(CURRICULUM_SYNC)
+    )
+    check_finite: bool = True
+    deterministic: bool = False
+    teacher: str | None = None
+    imports: tuple[str, ...] = ()
+    log_dir: str = "runs"
+    run_name: str | None = None
+    progress: bool = True
+    tensorboard: bool = True
+
+
+@attrs.frozen(kw_only=True)
+class LaunchSettings:
+    """Where the workers run: `gpus` ("all", "0,1") or `cpu_workers` N, optional `hosts`.
+
+    Neither gpus nor cpu_workers: every visible GPU if there is one, else 2 CPU workers.
+    `timeout` is the collective timeout in seconds (a dead rank ends the run within it).
+    """
+
+    gpus: str | None = attrs.field(default=None, converter=attrs.converters.optional(str))
+    cpu_workers: int | None = attrs.field(default=None, validator=_positive)
+    hosts: str | None = None
+    timeout: float = attrs.field(default=120.0, validator=attrs.validators.gt(0))
+
+    def __attrs_post_init__(self) -> None:
+        if self.gpus is not None and self.cpu_workers is not None:
+            raise ValueError("give either launch.gpus or launch.cpu_workers, not both")
+
+
+@attrs.frozen(kw_only=True)
+class TrainConfig:
+    """Everything one training run needs; saved as config.json in the run directory."""
+
+    algo_name: str = attrs.field(validator=attrs.validators.in_(tuple(ALGORITHMS)))
+    preset: str = attrs.field(default="default", validator=attrs.validators.in_(PRESETS))
+    env: EnvConfig
+    algo: Any
+    runner: RunnerConfig = attrs.field(factory=RunnerConfig)
+    launch: LaunchSettings = attrs.field(factory=LaunchSettings)
+
+    @property
+    def task(self) -> str:
+        return self.env.task
+
+    def to_dict(self) -> dict[str, Any]:
+        return config_to_dict(self)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> TrainConfig:
+        """Rebuild a config saved by `to_dict` (unknown keys raise ValueError)."""
+        data = dict(data)
+        for key in ("algo_name", "env"):
+            if key not in data:
+                raise ValueError(f"config lacks '{key}'")
+        algo_name = data["algo_name"]
+        preset = data.get("preset", "default")
+        template = make_config(data["env"]["task"], algo_name, preset=preset)
+        return config_from_dict(template, data)
+
+
+# Per-task defaults layered under the presets (dotted keys, as on the command line):
+# TASK_DEFAULTS[task]["*"] for every algorithm, TASK_DEFAULTS[task][algo] for one.
+_SMALL_PPO = {
+    "algo.actor.hidden": [64, 64],
+    "algo.critic.hidden": [64, 64],
+    "algo.num_mini_batches": 4,
+    "algo.num_epochs": 5,
+    "algo.learning_rate": 1e-3,
+}
+_SMALL_SAC = {
+    "algo.actor_hidden": [128, 128],
+    "algo.critic_hidden": [128, 128],
+    "algo.batch_size": 512,
+    "algo.num_updates": 2,
+    "algo.transitions_per_env": 512,
+    "algo.v_min": -10.0,
+    "algo.v_max": 600.0,
+}
+TASK_DEFAULTS: dict[str, dict[str, dict[str, Any]]] = {
+    "cartpole-balance": {
+        "*": {"env.num_envs": 64, "runner.num_steps_per_env": 32, "runner.save_interval": 20},
+        "ppo": _SMALL_PPO,
+        "distill": {"algo.student.hidden": [64, 64]},
+        "fastsac": _SMALL_SAC,
+    },
+    "cartpole-swingup": {
+        "*": {"env.num_envs": 64, "runner.num_steps_per_env": 32, "runner.save_interval": 20},
+        "ppo": _SMALL_PPO,
+        "distill": {"algo.student.hidden": [64, 64]},
+        "fastsac": _SMALL_SAC,
+    },
+    "quadruped-velocity": {"*": {"env.num_envs": 4096, "runner.num_steps_per_env": 24}},
+    "humanoid-velocity": {"*": {"env.num_envs": 4096, "runner.num_steps_per_env": 24}},
+}
+
+
+def make_config(task: str, algo_name: str, *, preset: str = "default") -> TrainConfig:
+    """The composed config of `task` x `algo_name` x `preset` (no task lookup happens here)."""
+    if preset not in PRESETS:
+        raise ValueError(f"unknown preset '{preset}'; presets: {', '.join(PRESETS)}")
+    spec = algorithm_spec(algo_name)
+    algo = spec.make_config(preset)
+    runner = RunnerConfig()
+    if preset == "rsl_rl":
+        runner = attrs.evolve(runner, curriculum_sync="local")
+    cfg = TrainConfig(
+        algo_name=algo_name, preset=preset, env=EnvConfig(task=task), algo=algo, runner=runner
+    )
+    table = TASK_DEFAULTS.get(task, {})
+    defaults = {**table.get("*", {}), **table.get(algo_name, {})}
+    return apply_overrides(cfg, [f"{k}={json.dumps(v)}" for k, v in defaults.items()])
+
+
+def save_config(config: TrainConfig, path: str | os.PathLike) -> None:
+    """Write `config` as indented JSON, atomically."""
+    path = Path(path)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(config.to_dict(), indent=2, sort_keys=True) + "\n")
+    os.replace(tmp, path)
+
+
+def load_config(path: str | os.PathLike) -> TrainConfig:
+    """Read a config written by `save_config`."""
+    return TrainConfig.from_dict(json.loads(Path(path).read_text()))

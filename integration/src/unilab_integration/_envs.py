@@ -1,0 +1,59 @@
+"""The bridge to unilab_envs: task lookup, env construction per rank, success thresholds."""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Iterable
+from typing import Any
+
+from unilab_dist import DistContext, seed_for_rank
+
+__all__ = ["check_task", "import_modules", "make_env", "success_threshold", "task_names"]
+
+
+def import_modules(names: Iterable[str]) -> None:
+    """Import user modules (e.g. ones that register custom tasks) named in `runner.imports`."""
+    for name in names:
+        try:
+            importlib.import_module(name)
+        except ImportError as e:
+            raise ValueError(f"runner.imports: cannot import module '{name}': {e}") from e
+
+
+def task_names() -> list[str]:
+    """The registered task names."""
+    import unilab_envs
+
+    return list(unilab_envs.list_tasks())
+
+
+def check_task(task: str) -> None:
+    """ValueError naming the known tasks if `task` is not registered."""
+    names = task_names()
+    if task not in names:
+        raise ValueError(f"unknown task '{task}'; tasks: {', '.join(sorted(names))}")
+
+
+def make_env(config: Any, num_envs: int, ctx: DistContext) -> Any:
+    """This rank's env: `num_envs` worlds on `ctx.device`, seeded with seed_for_rank(seed, rank)."""
+    import unilab_envs
+
+    seed = seed_for_rank(config.runner.seed, ctx.rank)
+    return unilab_envs.make(
+        config.env.task,
+        num_envs=num_envs,
+        device=str(ctx.device),
+        seed=seed,
+        **dict(config.env.kwargs),
+    )
+
+
+def success_threshold(env: Any) -> float | None:
+    """The task's success threshold (mean episode return that counts as solved), if any."""
+    for owner in (env, getattr(env, "spec", None), getattr(env, "task", None)):
+        value = getattr(owner, "success_threshold", None)
+        if value is not None:
+            return float(value)
+    spec = getattr(getattr(env, "task", None), "spec", None)
+    value = getattr(spec, "success_threshold", None)
+    return None if value is None else float(value)

@@ -1,0 +1,398 @@
+"""What the on-policy and off-policy runners share: env, learner, budget, sync, logs, checkpoints.
+
+A runner lives in one worker process (one rank). Collectives (all through unilab_dist, so the
+accounting sees them) happen at: the state broadcast at start and after a load; inside the
+learner's update (gradient sync, global normalizers and advantages); the curriculum sync
+(`rank0`: one object broadcast, `global`: inside the metrics reduction); and one metrics
+reduction per iteration (`reduce_scalars`, float64). A checkpoint gathers every rank's RNG,
+env and curriculum state to rank 0.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from pathlib import Path
+from typing import Any
+
+import torch
+import torch.distributed as dist
+from tensordict import TensorDict
+
+import unilab_dist
+from unilab_dist import DistContext
+
+from .._checkpoint import (
+    CheckpointError,
+    capture_rng,
+    check_compatible,
+    load_checkpoint,
+    restore_rng,
+    save_checkpoint,
+)
+from .._config import TrainConfig
+from .._envs import make_env, success_threshold
+from .._logger import MetricLogger
+from ._envstate import capture_env_state, restore_env_state
+from ._guards import NonFiniteError, ObservationGuard, check_losses, check_modules
+from ._stats import EpisodeStats, curriculum_metrics, means_from_sums
+
+__all__ = ["Runner", "RunResult"]
+
+UNTIL_SOLVED_CAP = 500
+"""Iteration cap of `--until-solved` when no other budget is given."""
+
+
+def _gather_to_main(obj: Any, ctx: DistContext) -> list[Any] | None:
+    """Every rank's `obj` on rank 0 (None elsewhere). Plain torch gather_object: checkpoints only."""
+    if not unilab_dist.is_distributed():
+        return [obj]
+    out = [None] * ctx.world_size if ctx.is_main else None
+    dist.gather_object(obj, out, dst=0)
+    return out
+
+
+def iteration_budget(config: TrainConfig, world_size: int) -> int | None:
+    """Iterations to run from `runner.iterations` and `runner.env_steps` (global steps)."""
+    run = config.runner
+    per_iter = run.num_steps_per_env * config.env.total(world_size)
+    limits = []
+    if run.iterations is not None:
+        limits.append(run.iterations)
+    if run.env_steps is not None:
+        limits.append(math.ceil(run.env_steps / per_iter))
+    if not limits:
+        return UNTIL_SOLVED_CAP if run.until_solved else None
+    return min(limits)
+
+
+class RunResult(dict):
+    """What a worker returns: iterations, env steps, last metrics, solved flag, checkpoint path."""
+
+
+class Runner:
+    """Base of `OnPolicyRunner` and `OffPolicyRunner` (subclasses define `_make_learner` and
+    `_iterate`)."""
+
+    def __init__(self, config: TrainConfig, ctx: DistContext, run_dir: str | Path) -> None:
+        self.config = config
+        self.ctx = ctx
+        self.run_dir = Path(run_dir)
+        self.device = ctx.device
+        self.num_envs = config.env.per_rank(ctx.world_size)
+        self.env = make_env(config, self.num_envs, ctx)
+        self.obs_shapes = {g: tuple(s) for g, s in self.env.observation_shapes.items()}
+        self.threshold = success_threshold(self.env)
+        self.learner = self._make_learner()
+        self.iteration = 0
+        self.env_steps_rank = 0
+        self.env_steps_global = 0
+        self.solved_streak = 0
+        self.obs = self.env.reset().select("obs")
+        self.stats = EpisodeStats(self.device)
+        self.guard = ObservationGuard(self.obs_shapes, self.device)
+        self.budget = iteration_budget(config, ctx.world_size)
+        self.logger: MetricLogger | None = None
+        self.last_checkpoint: str | None = None
+
+    # --- to implement ------------------------------------------------------------------------
+    def _make_learner(self) -> Any:
+        raise NotImplementedError
+
+    def _iterate(self) -> dict[str, float]:
+        """Collect and update once; return the learner's (local) metrics."""
+        raise NotImplementedError
+
+    def guard_step(self, step: TensorDict) -> None:
+        """Record the step's observations; on CPU (no sync cost) stop at once on NaN/inf."""
+        self.guard.observe(step["obs"])
+        if self.device.type == "cpu":
+            self.guard.check(rank=self.ctx.rank, iteration=self.iteration + 1)
+
+    # --- state sync ------------------------------------------------------------------------
+    def broadcast_state(self) -> None:
+        """Copy rank 0's replicated modules (parameters and buffers) to every rank."""
+        with unilab_dist.accounting.phase("broadcast"):
+            unilab_dist.broadcast_module_state(self.learner.replicated_modules())
+
+    def network_shapes(self) -> dict[str, tuple[int, ...]]:
+        """The shape fingerprint checked on resume: observations, actions, every module tensor."""
+        shapes: dict[str, tuple[int, ...]] = {
+            f"env.obs.{g}": tuple(s) for g, s in sorted(self.obs_shapes.items())
+        }
+        shapes["env.action_dim"] = (int(self.env.action_dim),)
+        for i, module in enumerate(self.learner.replicated_modules()):
+            for key, value in module.state_dict().items():
+                if isinstance(value, torch.Tensor):
+                    shapes[f"{type(module).__name__}[{i}].{key}"] = tuple(value.shape)
+        return shapes
+
+    @property
+    def curriculum(self) -> Any:
+        return getattr(self.env, "curriculum", None)
+
+    def _sync_curriculum(self, global_means: dict[str, float], local_means: dict[str, float]):
+        curriculum = self.curriculum
+        if curriculum is None:
+            return
+        mode = self.config.runner.curriculum_sync
+        global_means = curriculum_metrics(global_means, curriculum.metric_keys)
+        local_means = curriculum_metrics(local_means, curriculum.metric_keys)
+        if mode == "local":
+            curriculum.update(local_means)
+        elif mode == "global":
+            curriculum.update(global_means)
+        else:  # rank0
+            if self.ctx.is_main:
+                curriculum.update(local_means)
+            with unilab_dist.accounting.phase("curriculum"):
+                state = unilab_dist.broadcast_object(
+                    curriculum.state_dict() if self.ctx.is_main else None
+                )
+            if not self.ctx.is_main:
+                curriculum.load_state_dict(state)
+
+    # --- the loop --------------------------------------------------------------------------
+    def run(self) -> RunResult:
+        """Train until the budget is spent or the task is solved; checkpoint at the end."""
+        cfg = self.config.runner
+        if self.ctx.is_main:
+            self.logger = MetricLogger(
+                self.run_dir,
+                total=self.budget,
+                initial=self.iteration,
+                progress=cfg.progress,
+                tensorboard=cfg.tensorboard,
+            )
+            self._announce()
+        metrics: dict[str, float] = {}
+        solved = False
+        if cfg.check_finite:
+            for group in self.obs_shapes:
+                if not bool(torch.isfinite(self.obs["obs", group]).all()):
+                    raise NonFiniteError(
+                        f"non-finite observation in group '{group}' on rank {self.ctx.rank} "
+                        f"at iteration {self.iteration} (before the first step)"
+                    )
+        try:
+            while self.budget is None or self.iteration < self.budget:
+                metrics = self._one_iteration()
+                if cfg.until_solved and self._solved(metrics):
+                    solved = True
+                    break
+                if self.iteration % cfg.save_interval == 0:
+                    self.save()
+            self.save()
+        finally:
+            if self.logger is not None:
+                if solved:
+                    self.logger.write(
+                        f"solved: mean return {metrics['episode/return']:.4g} >= "
+                        f"{self.threshold} for {cfg.solved_patience} iterations "
+                        f"(iteration {self.iteration})"
+                    )
+                self.logger.close()
+        return RunResult(
+            iterations=self.iteration,
+            env_steps_global=self.env_steps_global,
+            env_steps_per_rank=self.env_steps_rank,
+            solved=solved,
+            metrics=metrics,
+            checkpoint=self.last_checkpoint,
+        )
+
+    def _announce(self) -> None:
+        assert self.logger is not None
+        w = self.ctx.world_size
+        self.logger.write(
+            f"task {self.config.task} | algo {self.config.algo_name} ({self.config.preset}) | "
+            f"{w} rank(s) on {self.device.type} | envs {self.num_envs} per rank, "
+            f"{self.num_envs * w} global (scope {self.config.env.scope}) | "
+            f"budget {self.budget if self.budget is not None else 'unbounded'} iterations | "
+            f"run dir {self.run_dir}"
+        )
+
+    def _solved(self, metrics: dict[str, float]) -> bool:
+        ret = metrics.get("episode/return", float("nan"))
+        if self.threshold is not None and math.isfinite(ret) and ret >= self.threshold:
+            self.solved_streak += 1
+        else:
+            self.solved_streak = 0
+        return self.solved_streak >= self.config.runner.solved_patience
+
+    def _one_iteration(self) -> dict[str, float]:
+        before = unilab_dist.accounting.snapshot()
+        start = time.perf_counter()
+        self.stats.reset()
+        self.guard.reset()
+        learner_metrics = self._iterate()
+        self.iteration += 1
+        if self.config.runner.check_finite:
+            self.guard.check(rank=self.ctx.rank, iteration=self.iteration)
+            check_losses(learner_metrics, rank=self.ctx.rank, iteration=self.iteration)
+            modules = self.learner.replicated_modules()
+            check_modules(
+                modules,
+                rank=self.ctx.rank,
+                iteration=self.iteration,
+                names=[type(m).__name__ for m in modules],
+            )
+        steps_rank = self.config.runner.num_steps_per_env * self.num_envs
+        self.env_steps_rank += steps_rank
+        self.env_steps_global += steps_rank * self.ctx.world_size
+        elapsed = time.perf_counter() - start
+        after = unilab_dist.accounting.snapshot()
+        metrics = self._reduce(learner_metrics)
+        phases = {
+            name: (
+                after[name]["collectives"] - before.get(name, {}).get("collectives", 0),
+                after[name]["bytes"] - before.get(name, {}).get("bytes", 0),
+            )
+            for name in after
+            if name != "log"
+        }
+        metrics["dist/collectives"] = float(sum(c for c, _ in phases.values()))
+        metrics["dist/bytes"] = float(sum(b for _, b in phases.values()))
+        for name, (count, nbytes) in phases.items():
+            metrics[f"dist/{name}/collectives"] = float(count)
+            metrics[f"dist/{name}/bytes"] = float(nbytes)
+        metrics["env_steps/global"] = float(self.env_steps_global)
+        metrics["env_steps/per_rank"] = float(self.env_steps_rank)
+        metrics["perf/iteration_s"] = elapsed
+        metrics["perf/steps_per_s"] = steps_rank * self.ctx.world_size / elapsed
+        if self.logger is not None:
+            self.logger.log(self.iteration, metrics)
+        return metrics
+
+    def _reduce(self, learner_metrics: dict[str, float]) -> dict[str, float]:
+        """One float64 collective: episode sums (summed) and learner metrics (averaged)."""
+        local = self.stats.local_sums()
+        learner_keys = sorted(k for k, v in learner_metrics.items() if isinstance(v, int | float))
+        payload = dict(local)
+        for key in learner_keys:
+            payload[f"learner/{key}"] = float(learner_metrics[key])
+        with unilab_dist.accounting.phase("log"):
+            summed = unilab_dist.reduce_scalars(payload, op="sum")
+        global_means = means_from_sums({k: summed[k] for k in local})
+        w = self.ctx.world_size
+        metrics = dict(global_means)
+        for key in learner_keys:
+            metrics[_learner_key(key)] = summed[f"learner/{key}"] / w
+        self._sync_curriculum(global_means, means_from_sums(local))
+        return metrics
+
+    # --- checkpoints -------------------------------------------------------------------------
+    def save(self) -> str | None:
+        """Write a checkpoint (all ranks call this; rank 0 writes)."""
+        env_state = capture_env_state(self.env)
+        curriculum = self.curriculum
+        local = {
+            "rng": capture_rng(self.device),
+            "env_state": env_state,
+            "obs": self.obs.to("cpu"),
+            "curriculum": curriculum.state_dict() if curriculum is not None else None,
+            "learner": _to_cpu(self.learner.state_dict()),
+        }
+        gathered = _gather_to_main(local, self.ctx)
+        if not self.ctx.is_main:
+            return None
+        assert gathered is not None
+        payload = {
+            "task": self.config.task,
+            "algo_name": self.config.algo_name,
+            "config": self.config.to_dict(),
+            "world_size": self.ctx.world_size,
+            "num_envs_per_rank": self.num_envs,
+            "counters": {
+                "env_steps_per_rank": self.env_steps_rank,
+                "env_steps_global": self.env_steps_global,
+                "solved_streak": self.solved_streak,
+            },
+            "shapes": self.network_shapes(),
+            **{key: [g[key] for g in gathered] for key in local},
+        }
+        path = save_checkpoint(self.run_dir / "checkpoints", self.iteration, payload)
+        self.last_checkpoint = str(path)
+        return self.last_checkpoint
+
+    def load(self, path: str | Path) -> None:
+        """Resume from a checkpoint: same world size continues exactly; another one is logged."""
+        ckpt = load_checkpoint(path)
+        check_compatible(
+            ckpt,
+            task=self.config.task,
+            algo_name=self.config.algo_name,
+            shapes=self.network_shapes(),
+        )
+        rank, w = self.ctx.rank, self.ctx.world_size
+        saved_w = int(ckpt["world_size"])
+        same = saved_w == w and ckpt["num_envs_per_rank"] == self.num_envs
+        src = rank if same else 0
+        self.learner.load_state_dict(_to_device(ckpt["learner"][src], self.device))
+        self.broadcast_state()
+        self.iteration = int(ckpt["iteration"])
+        counters = ckpt["counters"]
+        self.env_steps_global = int(counters["env_steps_global"])
+        self.env_steps_rank = int(counters["env_steps_per_rank"])
+        self.solved_streak = int(counters.get("solved_streak", 0))
+        curriculum = self.curriculum
+        if curriculum is not None and ckpt["curriculum"][src] is not None:
+            curriculum.load_state_dict(ckpt["curriculum"][src])
+        env_ok = False
+        if same:
+            restore_rng(ckpt["rng"][rank], self.device)
+            env_state = ckpt["env_state"][rank]
+            if env_state is not None:
+                restore_env_state(self.env, env_state)
+                self.obs = ckpt["obs"][rank].to(self.device)
+                env_ok = True
+        self._resume_message(ckpt, saved_w, same, env_ok)
+
+    def _resume_message(self, ckpt: dict, saved_w: int, same: bool, env_ok: bool) -> None:
+        if not self.ctx.is_main:
+            return
+        lines = [f"resumed {ckpt['path']} at iteration {self.iteration}"]
+        if not same:
+            lines.append(
+                f"world size {saved_w} -> {self.ctx.world_size}, envs per rank "
+                f"{ckpt['num_envs_per_rank']} -> {self.num_envs}, global envs "
+                f"{saved_w * ckpt['num_envs_per_rank']} -> {self.ctx.world_size * self.num_envs}: "
+                "models, optimizer and counters come from rank 0; every rank restarts its "
+                "episodes with fresh RNG streams; rank-local state (local normalizers, local "
+                "curriculum) is rank 0's"
+            )
+        elif not env_ok:
+            lines.append("the env has no saved state: episodes restart (not bit-for-bit)")
+        text = "; ".join(lines)
+        print(text, flush=True)
+        (self.run_dir / "resume.log").open("a").write(text + "\n")
+
+
+def _learner_key(key: str) -> str:
+    """Learner metric names in the log: `lr` and `kl` top level, the rest under `learner/`."""
+    if key in ("lr", "kl"):
+        return key
+    if key == "learning_rate":
+        return "lr"
+    return key if key.startswith("learner/") else f"learner/{key}"
+
+
+def _to_cpu(obj: Any) -> Any:
+    return _map_tensors(obj, lambda t: t.detach().to("cpu"))
+
+
+def _to_device(obj: Any, device: torch.device) -> Any:
+    return _map_tensors(obj, lambda t: t.to(device))
+
+
+def _map_tensors(obj: Any, fn: Any) -> Any:
+    if isinstance(obj, torch.Tensor | TensorDict):
+        return fn(obj)
+    if isinstance(obj, dict):
+        return {k: _map_tensors(v, fn) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return type(obj)(_map_tensors(v, fn) for v in obj)
+    return obj
+
+
+__all__ += ["CheckpointError", "iteration_budget"]

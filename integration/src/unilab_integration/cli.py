@@ -1,0 +1,207 @@
+"""The `unilab` command: train, play, export, list.
+
+    unilab train cartpole-balance --algo ppo --cpu-workers 2 --until-solved
+    unilab train quadruped-velocity --algo ppo --gpus all --num-envs 4096 --iterations 1500
+    unilab train cartpole-balance --algo ppo --set algo.learning_rate=3e-4 --set runner.save_interval=10
+    unilab play runs/cartpole-balance_ppo_*/ --episodes 10
+    unilab export runs/cartpole-balance_ppo_*/ policy.onnx
+    unilab list
+
+Exit status: 0 on success, 2 for invalid settings (refused before any worker starts), 1 when
+training fails (a worker raised or died; its rank and error are printed).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+
+from ._algorithms import ALGORITHMS
+from ._checkpoint import CheckpointError
+from ._config import PRESETS, TrainConfig, make_config
+from ._overrides import apply_overrides
+
+__all__ = ["build_config", "main"]
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="unilab", description="Train robot policies on MuJoCo Warp.")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    t = sub.add_parser("train", help="train a policy on a task")
+    t.add_argument("task", help="task name (see `unilab list`)")
+    t.add_argument("--algo", choices=sorted(ALGORITHMS), default="ppo")
+    t.add_argument("--preset", choices=PRESETS, default="default")
+    where = t.add_mutually_exclusive_group()
+    where.add_argument("--gpus", help="'all' or GPU indices like 0,1 (one worker each)")
+    where.add_argument("--cpu-workers", type=int, help="N CPU worker processes (gloo)")
+    t.add_argument("--hosts", help="comma-separated host names for a multi-node launch")
+    t.add_argument("--num-envs", type=int, help="environments (see --env-scope)")
+    t.add_argument(
+        "--env-scope", choices=("per-rank", "global"), help="is --num-envs per rank or total"
+    )
+    t.add_argument("--seed", type=int)
+    t.add_argument("--iterations", type=int, help="iteration budget")
+    t.add_argument("--env-steps", type=int, help="global env-step budget (all ranks)")
+    t.add_argument(
+        "--until-solved", action="store_true", help="stop at the task's success threshold"
+    )
+    t.add_argument("--resume", help="checkpoint file or run folder to continue from")
+    t.add_argument("--teacher", help="PPO checkpoint of the teacher (--algo distill)")
+    t.add_argument("--log-dir", help="parent folder of run folders (default runs/)")
+    t.add_argument("--run-name", help="run folder name (default TASK_ALGO_TIMESTAMP)")
+    t.add_argument("--save-interval", type=int, help="iterations between checkpoints")
+    t.add_argument("--timeout", type=float, help="collective timeout in seconds")
+    t.add_argument("--no-progress", action="store_true", help="no progress bar")
+    t.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override any config field, e.g. algo.learning_rate=3e-4 (repeatable)",
+    )
+    t.add_argument("--print-config", action="store_true", help="print the config and exit")
+
+    pl = sub.add_parser("play", help="evaluate a checkpoint for N episodes")
+    pl.add_argument("checkpoint")
+    pl.add_argument("--episodes", type=int, default=10)
+    pl.add_argument("--num-envs", type=int, default=8)
+    pl.add_argument("--seed", type=int, default=12345)
+    pl.add_argument("--device", default="cpu")
+    pl.add_argument("--video", help="write an mp4 (needs an offscreen renderer)")
+
+    e = sub.add_parser("export", help="export a checkpoint's policy to ONNX")
+    e.add_argument("checkpoint")
+    e.add_argument("out")
+    e.add_argument("--opset", type=int)
+
+    sub.add_parser("list", help="list tasks, algorithms and presets")
+    return p
+
+
+def build_config(args: argparse.Namespace) -> TrainConfig:
+    """The TrainConfig of parsed `unilab train` arguments (flags first, then --set overrides)."""
+    cfg = make_config(args.task, args.algo, preset=args.preset)
+    flags = {
+        "launch.gpus": args.gpus,
+        "launch.cpu_workers": args.cpu_workers,
+        "launch.hosts": args.hosts,
+        "launch.timeout": args.timeout,
+        "env.num_envs": args.num_envs,
+        "env.scope": args.env_scope,
+        "runner.seed": args.seed,
+        "runner.iterations": args.iterations,
+        "runner.env_steps": args.env_steps,
+        "runner.teacher": args.teacher,
+        "runner.log_dir": args.log_dir,
+        "runner.run_name": args.run_name,
+        "runner.save_interval": args.save_interval,
+    }
+    items = [f"{k}={json.dumps(v)}" for k, v in flags.items() if v is not None]
+    if args.until_solved:
+        items.append("runner.until_solved=true")
+    if args.no_progress:
+        items.append("runner.progress=false")
+    return apply_overrides(cfg, [*items, *args.set])
+
+
+def _list() -> None:
+    from ._envs import task_names
+
+    print("tasks:")
+    for name in sorted(task_names()):
+        print(f"  {name}")
+    print("algorithms:")
+    for spec in ALGORITHMS.values():
+        print(
+            f"  {spec.name:8s} {spec.kind:10s} {spec.description} (presets: {', '.join(spec.presets)})"
+        )
+    print("presets:")
+    print("  default  UniLab's global sync: global advantages, normalizers and curriculum")
+    print("  rsl_rl   RSL-RL 5.4.2 semantics: local advantages, normalizers and curriculum")
+
+
+def _train(args: argparse.Namespace) -> int:
+    from unilab_launch import WorkerFailedError
+
+    from ._train import train
+
+    cfg = build_config(args)
+    if args.print_config:
+        print(json.dumps(cfg.to_dict(), indent=2, sort_keys=True))
+        return 0
+    try:
+        result = train(cfg, resume=args.resume)
+    except WorkerFailedError as e:
+        print(f"unilab train: training failed: {e}", file=sys.stderr)
+        return 1
+    status = "solved" if result.get("solved") else "finished"
+    print(
+        f"{status}: {result['iterations']} iterations, {result['env_steps_global']} env steps "
+        f"({result['env_steps_per_rank']} per rank, {result['world_size']} rank(s)); "
+        f"checkpoint {result['checkpoint']}"
+    )
+    return 0
+
+
+def _play(args: argparse.Namespace) -> int:
+    from ._policy import play
+
+    if args.video:
+        raise ValueError(_video_unavailable())
+    returns = play(
+        args.checkpoint,
+        episodes=args.episodes,
+        num_envs=args.num_envs,
+        seed=args.seed,
+        device=args.device,
+    )
+    for i, r in enumerate(returns):
+        print(f"episode {i}: return {r:.4f}")
+    if returns:
+        print(f"mean return {sum(returns) / len(returns):.4f} over {len(returns)} episodes")
+    return 0
+
+
+def _video_unavailable() -> str:
+    try:
+        import mujoco  # noqa: F401
+
+        return (
+            "--video is not available: UniLab's envs expose no offscreen renderer yet "
+            "(MuJoCo Warp runs the physics; rendering needs mujoco.Renderer with MUJOCO_GL=egl "
+            "or osmesa and an mp4 writer)"
+        )
+    except ImportError:
+        return "--video needs the mujoco package with an offscreen renderer"
+
+
+def _export(args: argparse.Namespace) -> int:
+    from ._policy import export_onnx
+
+    path = export_onnx(args.checkpoint, args.out, opset=args.opset)
+    print(f"wrote {path}")
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of `unilab`; returns the exit status."""
+    args = _parser().parse_args(argv)
+    try:
+        if args.command == "list":
+            _list()
+            return 0
+        if args.command == "train":
+            return _train(args)
+        if args.command == "play":
+            return _play(args)
+        return _export(args)
+    except (ValueError, TypeError, CheckpointError, FileNotFoundError) as e:
+        print(f"unilab {args.command}: error: {e}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,95 @@
+"""The `unilab` command: settings refused before any worker starts (exit status 2), `list`."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from unilab_integration.cli import main
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (
+            ["train", "cartpole-balanse", "--iterations", "1"],
+            "unknown task 'cartpole-balanse'; tasks: ",
+        ),
+        (
+            [
+                "train",
+                "cartpole-balance",
+                "--cpu-workers",
+                "3",
+                "--num-envs",
+                "64",
+                "--env-scope",
+                "global",
+                "--iterations",
+                "1",
+            ],
+            "env.num_envs=64 with env.scope=global does not divide by the world size 3",
+        ),
+        (
+            ["train", "cartpole-balance", "--gpus", "0,1", "--iterations", "1"],
+            "asks for GPU 1 but only",
+        ),
+        (["train", "cartpole-balance", "--cpu-workers", "1"], "no training budget"),
+        (
+            ["train", "cartpole-balance", "--iterations", "1", "--set", "algo.lr=1"],
+            "unknown config key 'algo.lr'",
+        ),
+        (
+            ["train", "cartpole-balance", "--algo", "distill", "--iterations", "1"],
+            "needs a teacher",
+        ),
+        (
+            ["train", "cartpole-balance", "--iterations", "1", "--resume", "/nonexistent/run"],
+            "no checkpoint at /nonexistent/run",
+        ),
+    ],
+)
+def test_invalid_settings_exit_2_before_any_worker(argv, message, capsys, tmp_path):
+    code = main([*argv, "--log-dir", str(tmp_path)])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert message in err
+    assert list(tmp_path.iterdir()) == []  # no run folder: nothing was launched
+
+
+def test_print_config_applies_flags_then_overrides(capsys):
+    code = main(
+        [
+            "train",
+            "cartpole-swingup",
+            "--algo",
+            "ppo",
+            "--num-envs",
+            "16",
+            "--seed",
+            "5",
+            "--iterations",
+            "7",
+            "--set",
+            "algo.num_epochs=2",
+            "--print-config",
+        ]
+    )
+    assert code == 0
+    cfg = json.loads(capsys.readouterr().out)
+    assert cfg["env"] == {
+        "task": "cartpole-swingup",
+        "num_envs": 16,
+        "scope": "per-rank",
+        "kwargs": {},
+    }
+    assert cfg["runner"]["seed"] == 5 and cfg["runner"]["iterations"] == 7
+    assert cfg["algo"]["num_epochs"] == 2
+
+
+def test_list(capsys):
+    assert main(["list"]) == 0
+    out = capsys.readouterr().out
+    for name in ("cartpole-balance", "cartpole-swingup", "ppo", "distill", "fastsac", "rsl_rl"):
+        assert name in out

@@ -1,0 +1,43 @@
+"""Rank 0's log: table rows, metrics.jsonl and TensorBoard event files."""
+
+from __future__ import annotations
+
+import io
+import json
+
+from unilab_integration import MetricLogger
+from unilab_integration._logger import COLUMNS, format_row
+
+
+def test_format_row_and_missing_values():
+    row = format_row({"iteration": 7, "episode/return": 123.456, "lr": 1e-3})
+    cells = row.split()
+    assert cells[0] == "7"
+    assert "123.5" in cells
+    assert "1.00e-03" in cells
+    assert len(cells) == len(COLUMNS) == 14
+    assert cells.count("-") == 11  # every other column is missing
+
+
+def test_logger_writes_table_jsonl_and_tensorboard(tmp_path):
+    out = io.StringIO()
+    log = MetricLogger(tmp_path, total=2, progress=False, tensorboard=True, stream=out)
+    log.log(1, {"env_steps/global": 100.0, "episode/return": 5.0, "kl": float("nan")})
+    log.log(2, {"env_steps/global": 200.0, "episode/return": 6.0, "kl": 0.01})
+    log.close()
+    lines = out.getvalue().splitlines()
+    assert lines[0].split()[:3] == ["iter", "steps(all)", "steps(rank)"]
+    assert lines[1].split()[0] == "1" and lines[2].split()[0] == "2"
+    rows = [json.loads(x) for x in (tmp_path / "metrics.jsonl").read_text().splitlines()]
+    assert [r["iteration"] for r in rows] == [1, 2]
+    assert rows[0]["eta_s"] >= 0.0 and rows[1]["eta_s"] == 0.0  # 2 of 2 iterations done
+    assert rows[0]["kl"] is None and rows[1]["kl"] == 0.01
+    events = list((tmp_path / "tensorboard").glob("events.out.tfevents.*"))
+    assert len(events) == 1
+
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    acc = EventAccumulator(str(tmp_path / "tensorboard"))
+    acc.Reload()
+    scalars = acc.Scalars("episode/return")
+    assert [(s.step, s.value) for s in scalars] == [(100, 5.0), (200, 6.0)]

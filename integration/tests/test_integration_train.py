@@ -1,0 +1,302 @@
+"""End to end on CPU with 2 gloo workers: PPO, resume, export, play, distillation, FastSAC,
+and the fault cases. Each launch costs tens of seconds of process start-up on CPU."""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from unilab_integration import (
+    apply_overrides,
+    export_onnx,
+    load_checkpoint,
+    make_config,
+    play,
+    train,
+)
+from unilab_integration._policy import policy_from_checkpoint
+from unilab_integration.cli import main
+
+pytestmark = pytest.mark.slow
+
+T, N, E, M = 16, 16, 5, 4
+
+
+def _ppo_config(log_dir, name, *more):
+    cfg = make_config("cartpole-balance", "ppo")
+    return apply_overrides(
+        cfg,
+        [
+            "launch.cpu_workers=2",
+            f"env.num_envs={N}",
+            f"runner.num_steps_per_env={T}",
+            "runner.iterations=4",
+            "runner.save_interval=2",
+            "runner.progress=false",
+            "runner.tensorboard=false",
+            "runner.seed=3",
+            f"runner.log_dir={json.dumps(str(log_dir))}",
+            f"runner.run_name={name}",
+            *more,
+        ],
+    )
+
+
+@pytest.fixture(scope="module")
+def straight(tmp_path_factory):
+    log_dir = tmp_path_factory.mktemp("runs")
+    result = train(_ppo_config(log_dir, "straight"))
+    return Path(result["run_dir"]), result
+
+
+def _rows(run_dir):
+    return [json.loads(x) for x in (run_dir / "metrics.jsonl").read_text().splitlines()]
+
+
+def test_ppo_trains_logs_and_checkpoints(straight):
+    run_dir, result = straight
+    assert result["iterations"] == 4 and result["world_size"] == 2
+    assert result["env_steps_global"] == 4 * T * N * 2
+    assert result["env_steps_per_rank"] == 4 * T * N
+    names = sorted(p.name for p in (run_dir / "checkpoints").iterdir())
+    assert names == ["ckpt_000002.pt", "ckpt_000004.pt", "latest"]
+    assert json.loads((run_dir / "config.json").read_text())["env"]["num_envs"] == N
+    rows = _rows(run_dir)
+    assert [r["iteration"] for r in rows] == [1, 2, 3, 4]
+    for r in rows:
+        # update: E*M gradient all-reduces; collect: per step one global normalizer merge for
+        # the actor and one for the critic, and the global advantage normalization
+        assert r["dist/update/collectives"] == E * M
+        assert r["dist/collect/collectives"] == 2 * T + 1
+        assert r["dist/collectives"] == E * M + 1 + 2 * T
+        assert r["env_steps/per_rank"] * 2 == r["env_steps/global"]
+        assert r["perf/steps_per_s"] > 0
+    ck = load_checkpoint(run_dir)
+    assert ck["iteration"] == 4 and ck["world_size"] == 2 and len(ck["rng"]) == 2
+    # replicated modules are identical on both ranks
+    for key in ("actor", "critic"):
+        for name, value in ck["learner"][0][key].items():
+            assert torch.equal(value, ck["learner"][1][key][name]), name
+
+
+def test_resume_same_world_size_is_bit_for_bit(straight, tmp_path):
+    run_dir, _ = straight
+    cfg = _ppo_config(tmp_path, "resumed")
+    result = train(cfg, resume=str(run_dir / "checkpoints" / "ckpt_000002.pt"))
+    assert result["iterations"] == 4
+    a = load_checkpoint(run_dir / "checkpoints" / "ckpt_000004.pt")
+    b = load_checkpoint(Path(result["run_dir"]))
+    for rank in range(2):
+        for key in ("actor", "critic"):
+            for name, value in a["learner"][rank][key].items():
+                assert torch.equal(value, b["learner"][rank][key][name]), (rank, key, name)
+        assert a["learner"][rank]["learning_rate"] == b["learner"][rank]["learning_rate"]
+        assert torch.equal(a["obs"][rank]["obs", "policy"], b["obs"][rank]["obs", "policy"])
+    rows_a = _rows(run_dir)[2:]
+    rows_b = _rows(Path(result["run_dir"]))
+    assert [r["learner/value"] for r in rows_a] == [r["learner/value"] for r in rows_b]
+
+
+def test_resume_at_another_world_size_logs_the_change(straight, tmp_path):
+    run_dir, _ = straight
+    cfg = apply_overrides(
+        _ppo_config(tmp_path, "one"), ["launch.cpu_workers=1", "runner.iterations=3"]
+    )
+    result = train(cfg, resume=str(run_dir / "checkpoints" / "ckpt_000002.pt"))
+    assert result["iterations"] == 3 and result["world_size"] == 1
+    text = (Path(result["run_dir"]) / "resume.log").read_text()
+    assert "world size 2 -> 1" in text and "global envs 32 -> 16" in text
+
+
+def test_resume_refuses_another_task(straight, tmp_path, capsys):
+    run_dir, _ = straight
+    code = main(
+        [
+            "train",
+            "cartpole-swingup",
+            "--iterations",
+            "1",
+            "--resume",
+            str(run_dir),
+            "--log-dir",
+            str(tmp_path),
+        ]
+    )
+    assert code == 2
+    assert (
+        "trained with task 'cartpole-balance', this run uses 'cartpole-swingup'"
+        in capsys.readouterr().err
+    )
+
+
+def test_onnx_export_matches_torch(straight, tmp_path):
+    run_dir, _ = straight
+    import onnxruntime as ort
+
+    out = export_onnx(run_dir, tmp_path / "policy.onnx")
+    policy, _, _ = policy_from_checkpoint(run_dir)
+    obs = torch.randn(7, 5, generator=torch.Generator().manual_seed(0)) * 2
+    with torch.no_grad():
+        expected = policy(obs).numpy()
+    session = ort.InferenceSession(str(out), providers=["CPUExecutionProvider"])
+    got = session.run(["actions"], {"obs": obs.numpy()})[0]
+    assert got.shape == (7, 1)
+    np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-5)
+    # the normalizer is inside: a changed mean moves the exported output
+    ck = load_checkpoint(run_dir)
+    assert not torch.equal(ck["learner"][0]["actor"]["obs_normalizer.mean"], torch.zeros(5))
+
+
+def test_play_returns_episodes(straight):
+    run_dir, _ = straight
+    returns = play(run_dir, episodes=3, num_envs=4, seed=1)
+    assert len(returns) == 3 and all(math.isfinite(r) for r in returns)
+
+
+def test_distillation_from_ppo_teacher(straight, tmp_path):
+    run_dir, _ = straight
+    cfg = apply_overrides(
+        make_config("cartpole-balance", "distill"),
+        [
+            "launch.cpu_workers=2",
+            f"env.num_envs={N}",
+            f"runner.num_steps_per_env={T}",
+            "runner.iterations=2",
+            "runner.progress=false",
+            "runner.tensorboard=false",
+            f"runner.teacher={json.dumps(str(run_dir))}",
+            f"runner.log_dir={json.dumps(str(tmp_path))}",
+            "runner.run_name=distill",
+        ],
+    )
+    result = train(cfg)
+    assert result["iterations"] == 2
+    teacher = load_checkpoint(run_dir)["learner"][0]["actor"]
+    student_ck = load_checkpoint(Path(result["run_dir"]))
+    for name, value in teacher.items():
+        assert torch.equal(student_ck["learner"][0]["teacher"][name], value), name
+    rows = _rows(Path(result["run_dir"]))
+    assert len(rows) == 2 and all(math.isfinite(r["learner/behavior"]) for r in rows)
+
+
+def test_fastsac_trains(tmp_path):
+    cfg = apply_overrides(
+        make_config("cartpole-balance", "fastsac"),
+        [
+            "launch.cpu_workers=2",
+            "env.num_envs=8",
+            "runner.num_steps_per_env=8",
+            "runner.iterations=2",
+            "runner.progress=false",
+            "runner.tensorboard=false",
+            "algo.learning_starts=4",
+            "algo.capture=false",
+            f"runner.log_dir={json.dumps(str(tmp_path))}",
+            "runner.run_name=sac",
+        ],
+    )
+    result = train(cfg)
+    assert result["iterations"] == 2
+    rows = _rows(Path(result["run_dir"]))
+    # steps 4..8 of iteration 1 update (2 updates each), all 8 of iteration 2
+    assert [r["learner/updates"] for r in rows] == [10.0, 16.0]
+    ck = load_checkpoint(Path(result["run_dir"]))
+    for name, value in ck["learner"][0]["actor"].items():
+        assert torch.equal(value, ck["learner"][1]["actor"][name]), name
+
+
+def test_nan_observation_stops_the_run(tmp_path, capsys):
+    start = time.monotonic()
+    code = main(
+        [
+            "train",
+            "cartpole-balance",
+            "--cpu-workers",
+            "2",
+            "--num-envs",
+            "8",
+            "--iterations",
+            "2",
+            "--no-progress",
+            "--log-dir",
+            str(tmp_path),
+            "--run-name",
+            "nan",
+            "--set",
+            "env.kwargs.init_angle=NaN",
+            "--timeout",
+            "60",
+        ]
+    )
+    err = capsys.readouterr().err
+    assert code == 1
+    assert "non-finite observation in group 'policy' on rank" in err
+    assert "at iteration 0 (before the first step)" in err
+    assert not (tmp_path / "nan" / "checkpoints").exists()
+    assert time.monotonic() - start < 300
+
+
+def test_dead_worker_fails_every_rank(tmp_path, capsys, monkeypatch):
+    here = str(Path(__file__).parent)
+    monkeypatch.syspath_prepend(here)
+    monkeypatch.setenv("PYTHONPATH", here)
+    start = time.monotonic()
+    code = main(
+        [
+            "train",
+            "cartpole-balance",
+            "--cpu-workers",
+            "2",
+            "--num-envs",
+            "8",
+            "--iterations",
+            "2",
+            "--no-progress",
+            "--log-dir",
+            str(tmp_path),
+            "--run-name",
+            "dead",
+            "--timeout",
+            "30",
+            "--set",
+            'runner.imports=["_unilab_dying_rank"]',
+        ]
+    )
+    err = capsys.readouterr().err
+    assert code == 1
+    assert "training failed: a worker failed" in err
+    assert str(tmp_path / "dead" / "logs") in err
+    assert time.monotonic() - start < 240
+
+
+def test_cartpole_ppo_reaches_the_success_threshold(tmp_path, capsys):
+    """README's demo: 2 CPU workers, PPO, until the task's threshold (450) is reached."""
+    code = main(
+        [
+            "train",
+            "cartpole-balance",
+            "--algo",
+            "ppo",
+            "--cpu-workers",
+            "2",
+            "--until-solved",
+            "--log-dir",
+            str(tmp_path),
+            "--run-name",
+            "demo",
+            "--set",
+            "runner.tensorboard=false",
+        ]
+    )
+    out = capsys.readouterr().out
+    assert code == 0
+    assert out.splitlines()[-1].startswith("solved: ")
+    rows = _rows(tmp_path / "demo")
+    assert all(r["episode/return"] >= 450.0 for r in rows[-2:])
+    assert len(rows) < 500
