@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import warnings
 
 import mujoco_warp as mjw
 import numpy as np
@@ -182,6 +183,23 @@ def test_overflow_is_reported():
     wp.to_torch(warn_env.ctx.data.overflow)[0] = int(mjw._src.types.OverflowType.NARROWPHASE)
     with pytest.warns(RuntimeWarning, match="NARROWPHASE"):
         warn_env.step(torch.zeros(N, 1))
+
+
+def test_solver_iteration_limits_are_not_capacity_overflows():
+    env = _make(on_overflow="raise", overflow_check_interval=0)
+    assert int(env.ctx.model.opt.warn_overflow) & int(mjw.OverflowType.LS_ITERATIONS) == 0
+    env.reset()
+    limit = int(mjw.OverflowType.LS_ITERATIONS) | int(mjw.OverflowType.ITERATIONS)
+    for _ in range(2):
+        wp.to_torch(env.ctx.data.overflow)[1] = limit
+        env.step(torch.zeros(N, 1))
+    with pytest.warns(RuntimeWarning, match=r"1 of 6 worlds .* iteration limit .*\[1\]"):
+        assert env.check_overflow() == 0  # no raise: nothing was dropped
+    wp.to_torch(env.ctx.data.overflow)[1] = limit
+    env.step(torch.zeros(N, 1))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert env.check_overflow() == 0  # reported once only
 
 
 def test_memory_and_attributes():

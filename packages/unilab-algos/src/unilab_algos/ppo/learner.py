@@ -562,15 +562,29 @@ class PPO:
             raise ValueError(f"PPO.load_state_dict: missing entries {sorted(missing)}")
         self.actor.load_state_dict(sd["actor"])
         self.critic.load_state_dict(sd["critic"])
-        self.optimizer.load_state_dict(sd["optimizer"])
+        _load_optimizer(self.optimizer, sd["optimizer"])
         self._set_lr(float(sd["learning_rate"]))
         self.num_updates = int(sd["num_updates"])
         if self.rnd is not None:
             self.rnd.load_state_dict(sd["rnd"])
-            self.rnd_optimizer.load_state_dict(sd["rnd_optimizer"])
+            _load_optimizer(self.rnd_optimizer, sd["rnd_optimizer"])
         self._graphs = None  # the optimizer state tensors were replaced: capture again
         if self.capture_status == "captured":
             self.capture_status = "pending"
+
+
+def _load_optimizer(opt: torch.optim.Optimizer, state: dict[str, Any]) -> None:
+    """Load `state` into `opt` but keep this learner's own execution flags.
+
+    `capturable`, `fused` and `foreach` say how this process runs the optimizer step (a
+    checkpoint written by an eager learner must still load into one that captures CUDA graphs),
+    not what the training state is, so they are not taken from the checkpoint.
+    """
+    flags = ("capturable", "fused", "foreach", "differentiable")
+    keep = [{k: g[k] for k in flags if k in g} for g in opt.param_groups]
+    opt.load_state_dict(state)
+    for group, own in zip(opt.param_groups, keep, strict=True):
+        group.update(own)
 
 
 def _portable_optimizer_state(opt: torch.optim.Optimizer) -> dict[str, Any]:

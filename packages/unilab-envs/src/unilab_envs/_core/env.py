@@ -41,6 +41,10 @@ from unilab_envs.randomization import DomainRandomization, Randomizer
 _OVERFLOW_NAMES = {
     int(f): f.name for f in mjw._src.types.OverflowType if f.name not in ("NONE", "ALL")
 }
+# The solver stopping at its iteration limit is not a capacity overflow: nothing was dropped,
+# the step is only less converged. MJWarp would print one line per world from inside the
+# captured step; UniLab turns that off and reports these worlds once, apart from capacity.
+_SOLVER_LIMITS = int(mjw.OverflowType.ITERATIONS) | int(mjw.OverflowType.LS_ITERATIONS)
 
 
 @attrs.frozen(kw_only=True)
@@ -139,6 +143,7 @@ class VecEnv:
         self._full_reset = needs_full_reset(mjm)
         batch_sizes = dr.batch_sizes(n) if dr is not None else {}
         model = mjw.put_model(mjm, batch_sizes=batch_sizes)
+        model.opt.warn_overflow = int(model.opt.warn_overflow) & ~_SOLVER_LIMITS
         data = mjw.make_data(
             mjm, nworld=n, nconmax=spec.capacity.nconmax, njmax=spec.capacity.njmax
         )
@@ -176,6 +181,7 @@ class VecEnv:
         self._out_length = wp.zeros(n, dtype=float, device=dev)
         self._out_log = wp.zeros((nlog, n), dtype=float, device=dev)
         self._overflow_seen = wp.zeros(n, dtype=int, device=dev)
+        self._solver_limit_reported = False
         self.randomizer = (
             Randomizer(dr, mjm, model, data, n, spec.step_dt, dev) if dr is not None else None
         )
@@ -336,10 +342,20 @@ class VecEnv:
             self._stream.synchronize()
         bits = seen.cpu().numpy().copy()  # .cpu() is a no-op on CPU: copy before zeroing
         seen.zero_()
-        bad = np.flatnonzero(bits)
+        limited = np.flatnonzero(bits & _SOLVER_LIMITS)
+        if limited.size and not self._solver_limit_reported:
+            self._solver_limit_reported = True
+            warnings.warn(
+                f"{limited.size} of {self.num_envs} worlds of task {self.task.spec.name!r} hit "
+                "the constraint solver's iteration limit (first worlds "
+                f"{limited[:5].tolist()}); their steps are less converged. Reported once.",
+                RuntimeWarning,
+                stacklevel=2,
+            )
+        bad = np.flatnonzero(bits & ~_SOLVER_LIMITS)
         if bad.size == 0:
             return 0
-        union = int(np.bitwise_or.reduce(bits[bad]))
+        union = int(np.bitwise_or.reduce(bits[bad] & ~_SOLVER_LIMITS))
         kinds = [name for bit, name in _OVERFLOW_NAMES.items() if union & bit]
         cap = self.task.spec.capacity
         msg = (

@@ -1,0 +1,28 @@
+"""The runner feeds curricula the env's own metric names, in each sync scope."""
+
+import math
+
+from unilab_envs import LevelCurriculum
+from unilab_integration._runners._stats import curriculum_metrics, means_from_sums
+
+
+def test_curriculum_metrics_use_the_env_names_and_nan_for_missing() -> None:
+    sums = {
+        "episode/count": 4.0,
+        "episode/return_sum": 8.0,
+        "episode/length_sum": 400.0,
+        "episode_term/track_lin_vel_sum": 2.0,
+    }
+    means = means_from_sums(sums)
+    got = curriculum_metrics(means, ("track_lin_vel", "return", "feet_air_time"))
+    assert got["track_lin_vel"] == 0.5 and got["return"] == 2.0
+    assert math.isnan(got["feet_air_time"])
+
+
+def test_a_level_curriculum_moves_on_runner_metrics() -> None:
+    curriculum = LevelCurriculum(metric="track_lin_vel", num_levels=3, up_threshold=0.4)
+    means = means_from_sums({"episode/count": 2.0, "episode_term/track_lin_vel_sum": 1.0})
+    assert curriculum.update(curriculum_metrics(means, curriculum.metric_keys))
+    assert curriculum.state_dict()["index"] == 1
+    none_ended = means_from_sums({"episode/count": 0.0, "episode_term/track_lin_vel_sum": 0.0})
+    assert not curriculum.update(curriculum_metrics(none_ended, curriculum.metric_keys))
