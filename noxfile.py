@@ -98,7 +98,7 @@ def install_package(session: nox.Session, name: str, extra: str = "test") -> Non
     args += [str(PACKAGES[s]) for s in siblings]
     args.append(f"{PACKAGES[name]}[{extra}]" if extra else str(PACKAGES[name]))
     session.install(*args)
-    if name in USES_RSL_RL:
+    if name in USES_RSL_RL and extra == "test":
         session.install(*constraints(), *RSL_RL_LIGHT_DEPS)
         session.install("--no-deps", *RSL_RL_ORACLE)
 

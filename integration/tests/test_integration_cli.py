@@ -37,6 +37,10 @@ from unilab_integration.cli import main
         ),
         (["train", "cartpole-balance", "--cpu-workers", "1"], "no training budget"),
         (
+            ["train", "cartpole-balance", "--num-envs", "64", "--iterations", "1"],
+            "--num-envs needs --env-scope",
+        ),
+        (
             ["train", "cartpole-balance", "--iterations", "1", "--set", "algo.lr=1"],
             "unknown config key 'algo.lr'",
         ),
@@ -67,6 +71,8 @@ def test_print_config_applies_flags_then_overrides(capsys):
             "ppo",
             "--num-envs",
             "16",
+            "--env-scope",
+            "per-rank",
             "--seed",
             "5",
             "--iterations",

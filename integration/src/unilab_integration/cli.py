@@ -83,6 +83,12 @@ def _parser() -> argparse.ArgumentParser:
 
 def build_config(args: argparse.Namespace) -> TrainConfig:
     """The TrainConfig of parsed `unilab train` arguments (flags first, then --set overrides)."""
+    if args.num_envs is not None and args.env_scope is None:
+        # SPEC §2.1: the environment budget's scope is never implied.
+        raise ValueError(
+            "--num-envs needs --env-scope: per-rank (every rank runs N environments, W*N in "
+            "total, as MJLab/RSL-RL) or global (N in total, split across ranks)"
+        )
     cfg = make_config(args.task, args.algo, preset=args.preset)
     flags = {
         "launch.gpus": args.gpus,
