@@ -365,7 +365,8 @@ class Runner:
             lines.append("the env has no saved state: episodes restart (not bit-for-bit)")
         text = "; ".join(lines)
         print(text, flush=True)
-        (self.run_dir / "resume.log").open("a").write(text + "\n")
+        with (self.run_dir / "resume.log").open("a") as f:
+            f.write(text + "\n")
 
 
 def _learner_key(key: str) -> str:
