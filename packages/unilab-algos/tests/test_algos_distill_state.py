@@ -16,14 +16,6 @@ N, T, A = 6, 7, 2
 DIMS = {"policy": 4, "critic": 5}
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
-
 def _make(rnn: str | None, seed: int) -> Distillation:
     torch.manual_seed(seed)
     student = NetworkConfig(hidden=(8,), rnn_type=rnn, rnn_hidden=8)

@@ -14,14 +14,6 @@ N, T, A = 8, 6, 2
 DIMS = {"policy": 3, "critic": 4}
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
-
 def _cfg(capture: str = "none", **kw) -> PPOConfig:
     net = NetworkConfig(hidden=(16,))
     base = dict(actor=net, critic=net, num_epochs=2, num_mini_batches=3, capture=capture)

@@ -17,14 +17,6 @@ pytest.importorskip("onnx")
 D, A, B = 5, 3, 7
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
-
 def _export(module: torch.nn.Module, args: tuple, names: list[str], outs: list[str]):
     buf = io.BytesIO()
     with warnings.catch_warnings():

@@ -19,15 +19,6 @@ from unilab_algos import PPO, NetworkConfig, PPOConfig, convert_rsl_rl_state_dic
 N, T, A = 10, 7, 3
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    """Tiny nets: intra-op threads only add contention on a shared CPU."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
-
 DIMS = {"policy": 5, "critic": 6}
 
 

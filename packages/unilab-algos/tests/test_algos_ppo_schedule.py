@@ -15,14 +15,6 @@ N, T, A = 8, 6, 2
 DIMS = {"policy": 3, "critic": 4}
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
-
 def _float_sequence(lr: float, kls: list[torch.Tensor], **rule) -> list[float]:
     out = []
     for kl in kls:

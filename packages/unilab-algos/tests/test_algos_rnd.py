@@ -14,14 +14,6 @@ DIMS = {"policy": 3, "critic": 4}
 E, M = 2, 3
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
-
 class _Recorder:
     """Fake one-rank grad_sync: records the parameter ids of every call, returns `extra`."""
 
