@@ -7,6 +7,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+import attrs
 import torch
 
 from ._algorithms import algos_class
@@ -18,7 +19,9 @@ __all__ = [
     "actor_groups",
     "export_onnx",
     "learner_from_checkpoint",
+    "PlayResult",
     "play",
+    "play_episodes",
     "policy_from_checkpoint",
 ]
 
@@ -112,6 +115,184 @@ def export_onnx(
     return out
 
 
+@attrs.frozen(kw_only=True)
+class PlayResult:
+    """What `play_episodes` measured.
+
+    Attributes:
+        returns: undiscounted returns of the first `episodes` finished episodes (all worlds).
+        video: the mp4 written, or None.
+        frames: frames in the video (= the sum of `video_lengths`).
+        fps: the video's frame rate (frames per s).
+        video_lengths: lengths in control steps of world 0's recorded episodes.
+        video_returns: returns of world 0's recorded episodes.
+    """
+
+    returns: list[float]
+    video: Path | None = None
+    frames: int = 0
+    fps: float | None = None
+    video_lengths: tuple[int, ...] = ()
+    video_returns: tuple[float, ...] = ()
+
+
+_VIDEO_HINT = 'pip install "unilab-integration[video]"'
+
+
+def _imageio() -> Any:
+    """`imageio.v2` with its ffmpeg plugin, or an ImportError naming the extra to install."""
+    try:
+        import imageio.v2 as iio
+        import imageio_ffmpeg  # noqa: F401 (the mp4 writer's ffmpeg binary)
+    except ImportError as e:
+        raise ImportError(
+            f"--video needs the imageio and imageio-ffmpeg packages ({e}): {_VIDEO_HINT}"
+        ) from e
+    return iio
+
+
+def _check_video_args(video_episodes: int, width: int, height: int, fps: float | None) -> None:
+    if video_episodes < 1:
+        raise ValueError(f"video_episodes must be >= 1, got {video_episodes}")
+    for name, value in (("width", width), ("height", height)):
+        if value < 2 or value % 2:
+            raise ValueError(
+                f"video {name} must be an even number of pixels >= 2 (H.264 4:2:0), got {value}"
+            )
+    if fps is not None and not fps > 0:
+        raise ValueError(f"video fps must be > 0, got {fps}")
+
+
+class _VideoWriter:
+    """Frames of world 0 to an mp4, written to a temporary name and renamed when complete."""
+
+    def __init__(self, env: Any, out: Path, width: int, height: int, fps: float, camera) -> None:
+        from unilab_envs.render import Renderer
+
+        iio = _imageio()
+        self.renderer = Renderer(env, width=width, height=height, camera=camera)
+        self.out, self.frames = out, 0
+        out.parent.mkdir(parents=True, exist_ok=True)
+        self.tmp = out.with_name(f".{out.stem}.partial{os.getpid()}{out.suffix or '.mp4'}")
+        try:
+            self.writer = iio.get_writer(
+                str(self.tmp),
+                format="FFMPEG",
+                mode="I",
+                fps=fps,
+                codec="libx264",
+                macro_block_size=1,
+                ffmpeg_log_level="error",
+            )
+        except BaseException:
+            self.renderer.close()
+            raise
+
+    def add(self) -> None:
+        self.writer.append_data(self.renderer.frame(0))
+        self.frames += 1
+
+    def finish(self, ok: bool) -> None:
+        self.renderer.close()
+        try:
+            self.writer.close()
+        finally:
+            if ok:
+                os.replace(self.tmp, self.out)
+            elif self.tmp.exists():
+                self.tmp.unlink()
+
+
+def play_episodes(
+    checkpoint: str | os.PathLike,
+    *,
+    episodes: int = 10,
+    num_envs: int = 8,
+    seed: int = 0,
+    device: str = "cpu",
+    max_steps: int | None = None,
+    video: str | os.PathLike | None = None,
+    video_episodes: int = 1,
+    width: int = 640,
+    height: int = 480,
+    fps: float | None = None,
+    camera: int | str | None = None,
+) -> PlayResult:
+    """Run the deterministic policy until `episodes` episodes end (across all worlds).
+
+    With `video`, world 0 is rendered offscreen (`unilab_envs.render.Renderer`; MuJoCo's
+    backend comes from `MUJOCO_GL`, e.g. egl or osmesa) from the reset until it has finished
+    `video_episodes` episodes, and written as an H.264 mp4 at `fps` (default 1 / env.step_dt,
+    real time) with imageio + imageio-ffmpeg (`pip install "unilab-integration[video]"`).
+    The video holds one frame per control step: the state at the start of each step of each
+    recorded episode, so `frames == sum(video_lengths)`. The file appears only when complete.
+    """
+    import unilab_envs
+
+    if episodes < 1:
+        raise ValueError(f"episodes must be >= 1, got {episodes}")
+    if video is not None:
+        _check_video_args(video_episodes, width, height, fps)
+        _imageio()  # fail before loading anything when the extra is missing
+    policy, _learner, ckpt = policy_from_checkpoint(checkpoint, device)
+    config = TrainConfig.from_dict(ckpt["config"])
+    groups = actor_groups(config.algo)
+    import_modules(config.runner.imports)
+    env = unilab_envs.make(
+        config.task, num_envs=num_envs, device=device, seed=seed, **dict(config.env.kwargs)
+    )
+    wanted = max(episodes, video_episodes if video is not None else 0)
+    limit = max_steps if max_steps is not None else 10 * int(env.max_episode_steps) * wanted
+    rate = float(fps) if fps is not None else 1.0 / float(env.step_dt)
+    returns: list[float] = []
+    lengths: list[int] = []
+    vreturns: list[float] = []
+    obs = env.reset()
+    writer = None
+    if video is not None:
+        writer = _VideoWriter(env, Path(video), width, height, rate, camera)
+    ok = False
+    try:
+        if writer is not None:
+            writer.add()
+        recording = writer is not None
+        with torch.no_grad():
+            for _ in range(limit):
+                actions = policy(policy_input(groups, obs)).clamp(-1.0, 1.0)
+                step = env.step(actions)
+                done = step["done"]
+                if bool(done.any()):
+                    returns += step["episode", "return"][done].tolist()
+                if recording:
+                    if bool(done[0]):
+                        lengths.append(int(step["episode", "length"][0]))
+                        vreturns.append(float(step["episode", "return"][0]))
+                    if len(lengths) >= video_episodes:
+                        recording = False
+                    else:
+                        writer.add()  # after an auto-reset: the next episode's first state
+                obs = step
+                if len(returns) >= episodes and not recording:
+                    break
+        ok = writer is not None and len(lengths) >= video_episodes
+    finally:
+        if writer is not None:
+            writer.finish(ok)
+    if writer is not None and not ok:
+        raise RuntimeError(
+            f"world 0 finished {len(lengths)} of {video_episodes} video episodes within "
+            f"{limit} steps; no video written"
+        )
+    return PlayResult(
+        returns=returns[:episodes],
+        video=Path(video) if writer is not None else None,
+        frames=writer.frames if writer is not None else 0,
+        fps=rate if writer is not None else None,
+        video_lengths=tuple(lengths),
+        video_returns=tuple(vreturns),
+    )
+
+
 def play(
     checkpoint: str | os.PathLike,
     *,
@@ -120,30 +301,18 @@ def play(
     seed: int = 0,
     device: str = "cpu",
     max_steps: int | None = None,
+    **video: Any,
 ) -> list[float]:
-    """Run the deterministic policy until `episodes` episodes end; return their returns."""
-    import unilab_envs
+    """Run the deterministic policy until `episodes` episodes end; return their returns.
 
-    if episodes < 1:
-        raise ValueError(f"episodes must be >= 1, got {episodes}")
-    policy, _learner, ckpt = policy_from_checkpoint(checkpoint, device)
-    config = TrainConfig.from_dict(ckpt["config"])
-    groups = actor_groups(config.algo)
-    import_modules(config.runner.imports)
-    env = unilab_envs.make(
-        config.task, num_envs=num_envs, device=device, seed=seed, **dict(config.env.kwargs)
-    )
-    limit = max_steps if max_steps is not None else 10 * int(env.max_episode_steps) * episodes
-    returns: list[float] = []
-    obs = env.reset()
-    with torch.no_grad():
-        for _ in range(limit):
-            actions = policy(policy_input(groups, obs)).clamp(-1.0, 1.0)
-            step = env.step(actions)
-            done = step["done"]
-            if bool(done.any()):
-                returns += step["episode", "return"][done].tolist()
-            obs = step
-            if len(returns) >= episodes:
-                break
-    return returns[:episodes]
+    `video=out.mp4` and the other keywords of `play_episodes` also write a video of world 0.
+    """
+    return play_episodes(
+        checkpoint,
+        episodes=episodes,
+        num_envs=num_envs,
+        seed=seed,
+        device=device,
+        max_steps=max_steps,
+        **video,
+    ).returns

@@ -70,7 +70,19 @@ def _parser() -> argparse.ArgumentParser:
     pl.add_argument("--num-envs", type=int, default=8)
     pl.add_argument("--seed", type=int, default=12345)
     pl.add_argument("--device", default="cpu")
-    pl.add_argument("--video", help="write an mp4 (needs an offscreen renderer)")
+    pl.add_argument(
+        "--video",
+        metavar="OUT.mp4",
+        help="also render world 0 offscreen into an mp4 (MUJOCO_GL=egl or osmesa; needs "
+        'pip install "unilab-integration[video]")',
+    )
+    pl.add_argument(
+        "--video-episodes", type=int, default=1, help="episodes of world 0 in the video"
+    )
+    pl.add_argument("--width", type=int, default=640, help="video width in pixels (even)")
+    pl.add_argument("--height", type=int, default=480, help="video height in pixels (even)")
+    pl.add_argument("--fps", type=float, help="video frame rate (default 1 / env step_dt)")
+    pl.add_argument("--camera", help="MJCF camera name or id (default: follow the robot)")
 
     e = sub.add_parser("export", help="export a checkpoint's policy to ONNX")
     e.add_argument("checkpoint")
@@ -153,35 +165,52 @@ def _train(args: argparse.Namespace) -> int:
 
 
 def _play(args: argparse.Namespace) -> int:
-    from ._policy import play
+    from ._policy import play_episodes
 
+    video: dict = {}
     if args.video:
-        raise ValueError(_video_unavailable())
-    returns = play(
-        args.checkpoint,
-        episodes=args.episodes,
-        num_envs=args.num_envs,
-        seed=args.seed,
-        device=args.device,
-    )
+        camera = args.camera
+        if camera is not None and camera.lstrip("-").isdigit():
+            camera = int(camera)
+        video = {
+            "video": args.video,
+            "video_episodes": args.video_episodes,
+            "width": args.width,
+            "height": args.height,
+            "fps": args.fps,
+            "camera": camera,
+        }
+    try:
+        result = play_episodes(
+            args.checkpoint,
+            episodes=args.episodes,
+            num_envs=args.num_envs,
+            seed=args.seed,
+            device=args.device,
+            **video,
+        )
+    except ImportError as e:  # the video extra is missing
+        print(f"unilab play: error: {e}", file=sys.stderr)
+        return 2
+    except RuntimeError as e:
+        from unilab_envs.render import RendererUnavailableError
+
+        if not isinstance(e, RendererUnavailableError):
+            raise
+        print(f"unilab play: error: {e}", file=sys.stderr)
+        return 2
+    returns = result.returns
     for i, r in enumerate(returns):
         print(f"episode {i}: return {r:.4f}")
     if returns:
         print(f"mean return {sum(returns) / len(returns):.4f} over {len(returns)} episodes")
-    return 0
-
-
-def _video_unavailable() -> str:
-    try:
-        import mujoco  # noqa: F401
-
-        return (
-            "--video is not available: UniLab's envs expose no offscreen renderer yet "
-            "(MuJoCo Warp runs the physics; rendering needs mujoco.Renderer with MUJOCO_GL=egl "
-            "or osmesa and an mp4 writer)"
+    if result.video is not None:
+        print(
+            f"wrote {result.video}: {result.frames} frames at {result.fps:g} fps, world 0's "
+            f"{len(result.video_lengths)} episode(s) of lengths "
+            f"{', '.join(map(str, result.video_lengths))}"
         )
-    except ImportError:
-        return "--video needs the mujoco package with an offscreen renderer"
+    return 0
 
 
 def _export(args: argparse.Namespace) -> int:

@@ -20,6 +20,8 @@ from unilab_envs.registry import list_tasks as list_tasks
 from unilab_envs.registry import make as make
 from unilab_envs.registry import make_task as make_task
 from unilab_envs.registry import register_task as register_task
+from unilab_envs.render import Renderer as Renderer
+from unilab_envs.render import RendererUnavailableError as RendererUnavailableError
 from unilab_envs.tasks.robots import RobotConfig as RobotConfig
 from unilab_envs.tasks.velocity import VelocityConfig as VelocityConfig
 from unilab_envs.tasks.velocity import VelocityTask as VelocityTask
@@ -32,6 +34,8 @@ __all__ = [
     "DomainRandomization",
     "EnvConfig",
     "LevelCurriculum",
+    "Renderer",
+    "RendererUnavailableError",
     "RobotConfig",
     "Task",
     "TaskContext",

@@ -9,13 +9,17 @@ to also check determinism: two envs driven by the same actions must give bitwise
 
 from __future__ import annotations
 
+import functools
+import os
+import subprocess
+import sys
 from collections.abc import Callable
 from typing import Any
 
 import torch
 from tensordict import TensorDict
 
-__all__ = ["check_vec_env"]
+__all__ = ["check_vec_env", "offscreen_gl_available", "render_tests_required"]
 
 _STEP_KEYS = ("reward", "terminated", "truncated", "done")
 
@@ -130,3 +134,31 @@ def _check_determinism(make_env: Callable[[], Any], *, steps: int, seed: int) ->
     for t, (a, b) in enumerate(zip(*outs)):
         for key in a.keys(include_nested=True, leaves_only=True):
             assert torch.equal(a[key], b[key]), f"not deterministic: {key} differs at step {t}"
+
+
+@functools.cache
+def offscreen_gl_available(backend: str = "osmesa") -> bool:
+    """Whether MuJoCo can render offscreen with `MUJOCO_GL=backend` on this machine.
+
+    MuJoCo reads `MUJOCO_GL` once, at import, so the probe renders one tiny frame in a
+    subprocess. `osmesa` is software OpenGL on the CPU (`apt-get install -y libosmesa6`);
+    `egl` needs a GPU driver or Mesa's EGL.
+    """
+    probe = (
+        "import mujoco; m = mujoco.MjModel.from_xml_string('<mujoco/>'); "
+        "r = mujoco.Renderer(m, 8, 8); r.render(); r.close()"
+    )
+    env = {**os.environ, "MUJOCO_GL": backend}
+    try:
+        proc = subprocess.run(
+            [sys.executable, "-c", probe], env=env, capture_output=True, timeout=120
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return proc.returncode == 0
+
+
+def render_tests_required() -> bool:
+    """True when `UNILAB_REQUIRE_RENDER=1`: rendering tests must run (CI sets it) rather than
+    be skipped on a machine without offscreen OpenGL."""
+    return os.environ.get("UNILAB_REQUIRE_RENDER") == "1"
