@@ -34,21 +34,10 @@ class AlgorithmSpec:
 
 
 def algos_class(name: str) -> Any:
-    """`unilab_algos.<name>` (FastSAC names also from `unilab_algos.fastsac`)."""
-    import importlib
-
+    """`unilab_algos.<name>`, imported on first use."""
     import unilab_algos
 
-    if hasattr(unilab_algos, name):
-        return getattr(unilab_algos, name)
-    for sub in ("fastsac", "distill"):
-        try:
-            module = importlib.import_module(f"unilab_algos.{sub}")
-        except ImportError:
-            continue
-        if hasattr(module, name):
-            return getattr(module, name)
-    raise ImportError(f"unilab_algos provides no {name}; is unilab-algos up to date?")
+    return getattr(unilab_algos, name)
 
 
 def _ppo_config(preset: str) -> Any:
