@@ -7,6 +7,9 @@ RESULTS are JSON files or folders (every *.json inside, recursively) written by
     rank 0, throughput and profile; `ppo_e2e_<name>_curve.json`: curves only),
   - tools/bench/bench_mjlab.py (`mjlab_<name>.json`: rsl_rl's per-iteration steps/s and mean
     reward, with the wall-clock since launch),
+  - tools/bench/bench_time_to_threshold.py (`ttt_<name>.json`: per-iteration return against
+    wall-clock of a run trained through `unilab_integration.train`; one panel per algorithm and
+    task, the threshold drawn dashed and the time it was reached marked),
   - any other file of the form {"curves": {label: {"points": [{"time_s", "mean_return"}, ...]}}}
     (e.g. an off-policy trainer's curve).
 Other JSONs are skipped with a note. Writes, into `--out` (default $OUT, else docs/benchmarks):
@@ -42,13 +45,38 @@ def load(paths: list[str]) -> list[tuple[str, dict]]:
     return out
 
 
-def collect(docs: list[tuple[str, dict]]):
-    """-> curves {panel: {label: [(t, ret)]}}, scaling [(source, gpus, sps)], profiles."""
+def collect(docs: list[tuple[str, dict]], marks: dict | None = None):
+    """-> curves {panel: {label: [(t, ret)]}}, scaling [(source, gpus, sps)], profiles.
+
+    `marks` (filled when given): {panel: [(threshold, reached time_s or None, label)]} from
+    bench_time_to_threshold.py results.
+    """
     curves: dict[str, dict[str, list[tuple[float, float]]]] = {}
     scaling: list[tuple[str, int, float]] = []
     profiles: list[tuple[str, int, dict]] = []
+    marks = {} if marks is None else marks
     for fname, doc in docs:
-        if "results" in doc and doc["results"] and "ranks" in doc["results"][0]:  # ppo_e2e
+        if doc.get("kind") == "time_to_threshold":  # bench_time_to_threshold
+            a = doc["args"]
+            panel = f"UniLab {a['algo']} on {a['task']}"
+            res = doc["result"]
+            for key, c in doc["curves"].items():
+                label = a.get("name") or key
+                pts = [
+                    (p["time_s"], p["mean_return"])
+                    for p in c["points"]
+                    if p.get("mean_return") is not None and p.get("time_s") is not None
+                ]
+                curves.setdefault(panel, {})[label] = pts
+                marks.setdefault(panel, []).append(
+                    (doc["threshold"], res.get("time_s") if res.get("reached") else None, label)
+                )
+        elif (
+            isinstance(doc.get("results"), list)
+            and doc["results"]
+            and isinstance(doc["results"][0], dict)
+            and "ranks" in doc["results"][0]
+        ):  # ppo_e2e
             name = doc["args"].get("name", fname)
             for r in doc["results"]:
                 label = f"{name}, {r['gpus']} GPU"
@@ -93,7 +121,7 @@ def collect(docs: list[tuple[str, dict]]):
     return curves, scaling, profiles
 
 
-def plot_curves(plt, curves, path: str) -> bool:
+def plot_curves(plt, curves, path: str, marks: dict | None = None) -> bool:
     panels = {k: v for k, v in curves.items() if any(v.values())}
     if not panels:
         return False
@@ -102,6 +130,25 @@ def plot_curves(plt, curves, path: str) -> bool:
         for label, pts in lines.items():
             if pts:
                 ax.plot([p[0] for p in pts], [p[1] for p in pts], label=label)
+        for threshold, reached_s, _label in (marks or {}).get(panel, []):
+            ax.axhline(threshold, color="gray", linestyle="--", linewidth=1)
+            if reached_s is not None:
+                ax.axvline(reached_s, color="gray", linestyle=":", linewidth=1)
+                ax.annotate(
+                    f"{threshold:.4g} reached at {reached_s:.0f} s",
+                    (reached_s, threshold),
+                    textcoords="offset points",
+                    xytext=(4, -12),
+                    fontsize=8,
+                )
+            else:
+                ax.annotate(
+                    f"threshold {threshold:.4g} (not reached)",
+                    (0, threshold),
+                    textcoords="offset points",
+                    xytext=(4, 4),
+                    fontsize=8,
+                )
         ax.set_title(panel)
         ax.set_xlabel("wall-clock since the first iteration started (s)")
         ax.set_ylabel("mean episode return")
@@ -179,11 +226,12 @@ def main(argv=None) -> None:
         import matplotlib.pyplot as plt
     except ImportError as e:  # pragma: no cover - environment dependent
         raise SystemExit(f"plot_curves needs matplotlib ({e}); pip install matplotlib") from e
-    curves, scaling, profiles = collect(load(args.results))
+    marks: dict = {}
+    curves, scaling, profiles = collect(load(args.results), marks)
     os.makedirs(args.out, exist_ok=True)
     made = []
     for kind, fn, data in (
-        ("curves", plot_curves, curves),
+        ("curves", lambda plt_, d, p: plot_curves(plt_, d, p, marks), curves),
         ("scaling", plot_scaling, scaling),
         ("profile", plot_profile, profiles),
     ):

@@ -1,0 +1,341 @@
+"""Wall-clock time and env steps to a return threshold, trained through UniLab's own API.
+
+    python3 tools/bench/bench_time_to_threshold.py [--task humanoid-velocity] [--algo fastsac]
+        [--preset default] [--gpus 0 | --cpu-workers N] [--num-envs N] [--threshold R]
+        [--patience 2] [--max-seconds 540] [--max-iterations 100000] [--keep-going]
+        [--set key.path=value ...] [--name NAME] [--run-dir DIR] [--quick]
+
+The run is composed exactly as `unilab train` does it: `unilab_integration.make_config(task,
+algo, preset=...)`, then `apply_overrides` with the flags above and `--set`, saved with
+`save_config`; a child process (its own session) calls `unilab_integration.train(load_config(
+...))`, which launches the workers. The parent follows the run's `metrics.jsonl` (rank 0, one
+line per iteration, global metrics: `iteration`, `env_steps/global`, `episode/return`,
+`episode/count`, `perf/iteration_s`, ...) and stamps every line with the wall-clock since the
+launch when it appears (polled every 0.1 s).
+
+Threshold: `--threshold`, default the task's `success_threshold` (`unilab_envs.make_task(task)
+.spec.success_threshold`). Reached = the global mean return of the episodes that ended in an
+iteration is >= the threshold for `--patience` consecutive iterations; the time and env steps
+reported are those of the first of them. With the task's own threshold the run stops itself
+(`runner.until_solved`, `runner.solved_patience=--patience`); with another threshold, or at
+`--max-seconds` since the launch, the parent stops the run (SIGINT to its process group, then
+SIGKILL after 30 s). `--keep-going` trains on to the cap (a longer curve).
+
+Reported times: `wall_s` since launch (process start, env build, kernel compilation and graph
+capture included); `time_s` since the first iteration started (wall_s of the first line less
+its `perf/iteration_s`; what plot_curves.py plots); `train_s` the sum of `perf/iteration_s`
+(iterations only, no logging or checkpoints).
+
+Output: prints a short table last; with $OUT set writes `$OUT/ttt_<name>.json` ({"args",
+"config", "threshold", "result", "curves": {label: {"points": [{iteration, wall_s, time_s,
+train_s, env_steps, mean_return, mean_length, episodes, steps_per_s}]}}}) and copies the run's
+`metrics.jsonl` and `config.json` to `$OUT/ttt_<name>/`.
+
+Defaults: humanoid-velocity + fastsac on GPU 0 (or one CPU worker without CUDA). The PPO
+quadruped run: `--task quadruped-velocity --algo ppo`. `--quick`: cartpole-balance + ppo on 2
+CPU workers, capped at 150 s (a check of the script, not a measurement).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+_SRCS = [str(p) for p in sorted((ROOT / "packages").glob("*/src"))] + [
+    str(ROOT / "integration" / "src")
+]
+for _src in reversed(_SRCS):
+    if _src not in sys.path:
+        sys.path.insert(0, _src)
+
+
+def _child_train(config_path: str) -> None:
+    """Run in the child process: train the saved config through the product's API."""
+    import unilab_integration as ui
+
+    result = ui.train(ui.load_config(config_path))
+    print("TTT_RESULT " + json.dumps(result, default=str), flush=True)
+
+
+def compose(args):
+    """The TrainConfig of this benchmark (make_config + apply_overrides) and its run dir."""
+    import unilab_integration as ui
+
+    cfg = ui.make_config(args.task, args.algo, preset=args.preset)
+    overrides = []
+    if args.cpu_workers is not None:
+        overrides.append(f"launch.cpu_workers={args.cpu_workers}")
+    elif args.gpus is not None:
+        overrides.append(f"launch.gpus={json.dumps(str(args.gpus))}")
+    if args.num_envs is not None:
+        overrides.append(f"env.num_envs={args.num_envs}")
+    run_dir = Path(args.run_dir or tempfile.mkdtemp(prefix="unilab-ttt-")) / args.name
+    if run_dir.exists():
+        shutil.rmtree(run_dir)  # metrics.jsonl is appended to: start clean
+    overrides += [
+        f"runner.iterations={args.max_iterations}",
+        f"runner.log_dir={json.dumps(str(run_dir.parent))}",
+        f"runner.run_name={json.dumps(run_dir.name)}",
+        "runner.progress=false",
+        "runner.tensorboard=false",
+        f"runner.save_interval={args.max_iterations}",  # one checkpoint, at the end
+    ]
+    own = task_threshold(args.task)
+    threshold = own if args.threshold is None else args.threshold
+    if threshold is None:
+        raise SystemExit(f"task {args.task!r} has no success_threshold: give --threshold")
+    if not args.keep_going and args.threshold is None:
+        overrides += ["runner.until_solved=true", f"runner.solved_patience={args.patience}"]
+    overrides += list(args.set)
+    cfg = ui.apply_overrides(cfg, overrides)
+    ui.validate(cfg)
+    return cfg, run_dir, float(threshold), overrides
+
+
+def task_threshold(task: str) -> float | None:
+    import unilab_envs
+
+    value = unilab_envs.make_task(task).spec.success_threshold
+    return None if value is None else float(value)
+
+
+def _point(line: dict, wall_s: float) -> dict:
+    def num(key):
+        v = line.get(key)
+        return None if v is None or (isinstance(v, float) and math.isnan(v)) else float(v)
+
+    return {
+        "iteration": int(line["iteration"]),
+        "wall_s": wall_s,
+        "iteration_s": num("perf/iteration_s"),
+        "env_steps": num("env_steps/global"),
+        "mean_return": num("episode/return"),
+        "mean_length": num("episode/length"),
+        "episodes": num("episode/count"),
+        "steps_per_s": num("perf/steps_per_s"),
+    }
+
+
+def finish_curve(points: list[dict]) -> None:
+    """Add time_s (since the first iteration started) and train_s (sum of iteration_s)."""
+    if not points:
+        return
+    t0 = points[0]["wall_s"] - (points[0]["iteration_s"] or 0.0)
+    train = 0.0
+    for p in points:
+        train += p["iteration_s"] or 0.0
+        p["time_s"] = p["wall_s"] - t0
+        p["train_s"] = train
+
+
+def first_reach(points: list[dict], threshold: float, patience: int) -> dict | None:
+    """The first point of the first run of `patience` points with mean_return >= threshold."""
+    streak = 0
+    for i, p in enumerate(points):
+        r = p["mean_return"]
+        streak = streak + 1 if r is not None and r >= threshold else 0
+        if streak >= patience:
+            return points[i - patience + 1]
+    return None
+
+
+def _stop(proc: subprocess.Popen, grace_s: float = 30.0) -> str:
+    """SIGINT the run's process group (the launcher stops its workers), SIGKILL if it lingers."""
+    if proc.poll() is not None:
+        return "exited"
+    os.killpg(proc.pid, signal.SIGINT)
+    try:
+        proc.wait(timeout=grace_s)
+        return "stopped (SIGINT)"
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+        return "killed (SIGKILL)"
+
+
+def follow(proc: subprocess.Popen, metrics: Path, t_launch: float, args, threshold: float):
+    """Stamp metrics.jsonl lines as they appear; stop at the threshold (custom) or the cap."""
+    points: list[dict] = []
+    offset, buf, stop_reason = 0, "", None
+    while True:
+        done = proc.poll() is not None
+        if metrics.exists():
+            with open(metrics) as f:
+                f.seek(offset)
+                chunk = f.read()
+                offset = f.tell()
+            now = time.perf_counter() - t_launch
+            buf += chunk
+            *lines, buf = buf.split("\n")
+            for ln in lines:
+                if ln.strip():
+                    p = _point(json.loads(ln), now)
+                    points.append(p)
+                    print(
+                        f"  it {p['iteration']:>5}  {now:7.1f} s  steps {p['env_steps'] or 0:.3g}"
+                        f"  return {p['mean_return']}",
+                        flush=True,
+                    )
+        if done:
+            return points, stop_reason or f"run ended (exit {proc.returncode})"
+        elapsed = time.perf_counter() - t_launch
+        if elapsed > args.max_seconds:
+            return points, f"wall-clock cap {args.max_seconds:.0f} s: " + _stop(proc)
+        if (
+            args.threshold is not None
+            and not args.keep_going
+            and first_reach(points, threshold, args.patience)
+        ):
+            stop_reason = "threshold reached: " + _stop(proc)
+            # keep reading the lines written before the stop
+            continue
+        time.sleep(0.1)
+
+
+def main(argv=None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--task", default="humanoid-velocity")
+    ap.add_argument("--algo", default="fastsac")
+    ap.add_argument("--preset", default="default")
+    ap.add_argument("--gpus", default=None, help="e.g. 0 or 0,1 (default 0 when CUDA is there)")
+    ap.add_argument("--cpu-workers", type=int, default=None)
+    ap.add_argument("--num-envs", type=int, default=None, help="per rank (task default if unset)")
+    ap.add_argument("--threshold", type=float, default=None)
+    ap.add_argument("--patience", type=int, default=2)
+    ap.add_argument("--max-seconds", type=float, default=540.0, help="cap since the launch")
+    ap.add_argument("--max-iterations", type=int, default=100000)
+    ap.add_argument("--keep-going", action="store_true", help="train to the cap")
+    ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
+    ap.add_argument("--name", default=None)
+    ap.add_argument("--run-dir", default=None, help="parent folder of the run (default a tmp dir)")
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--_train", default=None, help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    if args._train is not None:
+        _child_train(args._train)
+        return
+    if args.patience < 1:
+        raise SystemExit("--patience must be >= 1")
+    if args.quick:
+        args.task, args.algo, args.cpu_workers, args.gpus = "cartpole-balance", "ppo", 2, None
+        args.max_seconds = min(args.max_seconds, 150.0)
+    if args.cpu_workers is None and args.gpus is None:
+        import torch
+
+        if torch.cuda.is_available():
+            args.gpus = "0"
+        else:
+            args.cpu_workers = 1
+    where = f"{args.cpu_workers}cpu" if args.cpu_workers else f"{len(args.gpus.split(','))}gpu"
+    args.name = args.name or f"{args.task}_{args.algo}_{where}"
+
+    import unilab_integration as ui
+
+    cfg, run_dir, threshold, overrides = compose(args)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    cfg_path = run_dir.parent / f"{run_dir.name}.config.json"
+    ui.save_config(cfg, cfg_path)
+    print(
+        f"{args.task} + {args.algo} ({args.preset}), threshold {threshold:.4g}, cap "
+        f"{args.max_seconds:.0f} s, run dir {run_dir}",
+        flush=True,
+    )
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([*_SRCS, env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+    env.setdefault("PYTHONUNBUFFERED", "1")
+    log_path = run_dir.parent / f"{run_dir.name}.train.log"
+    t_launch = time.perf_counter()
+    with open(log_path, "w") as log:
+        proc = subprocess.Popen(
+            [sys.executable, os.path.abspath(__file__), "--_train", str(cfg_path)],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env=env,
+            start_new_session=True,  # its own process group: the parent can stop it all
+        )
+        try:
+            points, stop_reason = follow(proc, run_dir / "metrics.jsonl", t_launch, args, threshold)
+        except BaseException:
+            _stop(proc, grace_s=10.0)
+            raise
+    total_s = time.perf_counter() - t_launch
+    finish_curve(points)
+    reach = first_reach(points, threshold, args.patience)
+    tail = log_path.read_text()[-3000:]
+    failed = (
+        proc.returncode not in (0, None)
+        and "cap" not in stop_reason
+        and "threshold" not in (stop_reason)
+    )
+    result = {
+        "reached": reach is not None,
+        "threshold": threshold,
+        "patience": args.patience,
+        "wall_s": None if reach is None else reach["wall_s"],
+        "time_s": None if reach is None else reach["time_s"],
+        "train_s": None if reach is None else reach["train_s"],
+        "env_steps": None if reach is None else reach["env_steps"],
+        "iteration": None if reach is None else reach["iteration"],
+        "iterations_run": len(points),
+        "best_return": max(
+            (p["mean_return"] for p in points if p["mean_return"] is not None), default=None
+        ),
+        "total_wall_s": total_s,
+        "stop": stop_reason,
+        "exit_code": proc.returncode,
+        "failed": failed,
+        "log_tail": tail if failed else None,
+    }
+    label = f"{args.algo} {args.task}, {where}"
+    doc = {
+        "kind": "time_to_threshold",
+        "args": vars(args),
+        "overrides": overrides,
+        "config": cfg.to_dict(),
+        "threshold": threshold,
+        "result": result,
+        "curves": {label: {"points": points}},
+    }
+    out = os.environ.get("OUT")
+    if out:
+        with open(os.path.join(out, f"ttt_{args.name}.json"), "w") as f:
+            json.dump(doc, f, indent=2, default=str)
+        dest = Path(out) / f"ttt_{args.name}"
+        dest.mkdir(parents=True, exist_ok=True)
+        for src in (run_dir / "metrics.jsonl", run_dir / "config.json", log_path):
+            if src.exists():
+                shutil.copy(src, dest / src.name)
+    if failed:
+        print(f"training failed (exit {proc.returncode}); log tail:\n{tail}", flush=True)
+    print(
+        f"{'task':<20} {'algo':<8} {'where':<6} {'threshold':>9} {'reached':>8} {'wall s':>8} "
+        f"{'train s':>8} {'env steps':>11} {'best ret':>9} {'iters':>6}"
+    )
+
+    def f(v, fmt):
+        return "-" if v is None else format(v, fmt)
+
+    r = result
+    print(
+        f"{args.task:<20} {args.algo:<8} {where:<6} {threshold:>9.4g} {r['reached']!s:>8} "
+        f"{f(r['wall_s'], '.1f'):>8} {f(r['train_s'], '.1f'):>8} {f(r['env_steps'], '.4g'):>11} "
+        f"{f(r['best_return'], '.4g'):>9} {r['iterations_run']:>6}"
+    )
+    if not r["reached"]:
+        print(f"not reached in {total_s:.0f} s ({stop_reason})")
+    if failed:
+        raise SystemExit(1)
+
+
+if __name__ == "__main__":
+    main()
