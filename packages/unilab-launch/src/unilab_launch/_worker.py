@@ -77,19 +77,6 @@ def write_json_atomic(path: Path, data: dict[str, Any]) -> None:
     os.replace(tmp, path)
 
 
-def _seed_all(seed: int) -> None:
-    import random
-
-    random.seed(seed)
-    try:
-        import numpy as np
-    except ImportError:  # numpy is optional
-        pass
-    else:
-        np.random.seed(seed)
-    torch.manual_seed(seed)  # seeds every CUDA device too
-
-
 def _device(spec: WorkerSpec, local_rank: int, local_world_size: int) -> torch.device:
     if not spec.use_gpus:
         return torch.device("cpu")
@@ -151,13 +138,13 @@ def run_worker(spec: WorkerSpec, target: Callable[..., Any], args: Sequence[Any]
             torch.set_num_threads(spec.num_threads)
         device = _device(spec, local_rank, local_world_size)
 
-        from unilab_dist import DistContext, seed_for_rank
+        from unilab_dist import DistContext, seed_everything, seed_for_rank
 
         seed = seed_for_rank(spec.seed, rank)
         os.environ.update(
             UNILAB_SEED=str(seed), UNILAB_BASE_SEED=str(spec.seed), UNILAB_RUN_DIR=str(run_dir)
         )
-        _seed_all(seed)
+        seed_everything(seed)
         if not dist.is_initialized():
             kwargs: dict[str, Any] = {"device_id": device} if device.type == "cuda" else {}
             dist.init_process_group(
