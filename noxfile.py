@@ -10,6 +10,10 @@ Sessions:
   build(<pkg>)      wheel + sdist of one package, the wheel installed into an empty venv, imported
   demo              README's training command (cartpole-balance, PPO, 2 CPU workers)
 
+Each session deletes its virtual environment when it ends, so that a full run needs the disk of
+one environment at a time (about 1.6 GB) rather than of all of them; `nox -r` (reuse) or
+UNILAB_NOX_KEEP_VENVS=1 keeps them.
+
 On a machine without an NVIDIA GPU every install is constrained by constraints/cpu.txt, which
 pins torch to the CPU build 2.13.0 (DEVELOPERS.md says why). The packages' own metadata keeps
 honest, open ranges.
@@ -17,6 +21,7 @@ honest, open ranges.
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 import tomllib
@@ -103,7 +108,33 @@ def install_package(session: nox.Session, name: str, extra: str = "test") -> Non
         session.install("--no-deps", *RSL_RL_ORACLE)
 
 
+def pruned(func):
+    """Delete the session's virtual environment when the session ends, pass or fail.
+
+    A full run creates a dozen environments of about 1.1-1.6 GB each (torch, warp, mujoco); kept,
+    they fill small CI disks. Kept when the run reuses environments (`nox -r`) or when
+    UNILAB_NOX_KEEP_VENVS=1, to look inside one after a failure.
+    """
+
+    @functools.wraps(func)
+    def wrapper(session: nox.Session, *args, **kwargs) -> None:
+        try:
+            func(session, *args, **kwargs)
+        finally:
+            venv = session.virtualenv
+            keep = (
+                getattr(venv, "reuse_existing", False)
+                or os.environ.get("UNILAB_NOX_KEEP_VENVS") == "1"
+            )
+            location = getattr(venv, "location", None)
+            if not keep and location and Path(location).resolve().is_relative_to(ROOT.resolve()):
+                shutil.rmtree(location, ignore_errors=True)
+
+    return wrapper
+
+
 @nox.session
+@pruned
 def lint(session: nox.Session) -> None:
     session.install("ruff>=0.6")
     session.run("ruff", "check", ".")
@@ -111,6 +142,7 @@ def lint(session: nox.Session) -> None:
 
 
 @nox.session
+@pruned
 def layers(session: nox.Session) -> None:
     """Fail if any package imports a sibling that SPEC §1 forbids it to import."""
     session.install("import-linter>=2.0")
@@ -119,6 +151,7 @@ def layers(session: nox.Session) -> None:
 
 
 @nox.session
+@pruned
 def tools(session: nox.Session) -> None:
     session.install("pytest>=8")
     session.run("pytest", str(ROOT / "tools" / "tests"), "-q")
@@ -126,6 +159,7 @@ def tools(session: nox.Session) -> None:
 
 @nox.session
 @nox.parametrize("package", LIBRARIES, ids=LIBRARIES)
+@pruned
 def tests(session: nox.Session, package: str) -> None:
     """One package, alone, in a fresh virtual environment with only what it declares."""
     install_package(session, package)
@@ -142,6 +176,7 @@ def tests(session: nox.Session, package: str) -> None:
 
 
 @nox.session
+@pruned
 def integration(session: nox.Session) -> None:
     install_package(session, "integration")
     session.run("pytest", str(PACKAGES["integration"] / "tests"), *PYTEST_ARGS, *session.posargs)
@@ -149,6 +184,7 @@ def integration(session: nox.Session) -> None:
 
 @nox.session
 @nox.parametrize("package", list(PACKAGES), ids=list(PACKAGES))
+@pruned
 def build(session: nox.Session, package: str) -> None:
     """Build one package's wheel and sdist alone, install the wheel into an empty venv, import."""
     session.install("build>=1.2")
@@ -174,6 +210,7 @@ def build(session: nox.Session, package: str) -> None:
 
 
 @nox.session
+@pruned
 def demo(session: nox.Session) -> None:
     """README's training command: PPO on cartpole-balance, 2 CPU workers, to its threshold."""
     install_package(session, "integration", extra="")
