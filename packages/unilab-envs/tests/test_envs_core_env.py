@@ -210,3 +210,51 @@ def test_memory_and_attributes():
     assert mem["total"] == mem["model"] + mem["data"] + mem["env"]
     assert 0 < mem["per_env"] < 100_000
     assert "cartpole-balance" in unilab_envs.list_tasks()
+
+
+def test_deferred_action_check_raises_at_the_periodic_check():
+    # On CUDA the finite check runs inside the captured step and is read every
+    # overflow_check_interval steps; the same path is forced here on the CPU device.
+    env = _make(overflow_check_interval=3)
+    env._defer_action_check = True
+    env.reset()
+    nan = torch.zeros(N, 1)
+    nan[4, 0] = float("nan")
+    env.step(torch.zeros(N, 1))
+    env.step(nan)  # no host read yet: the step runs
+    with pytest.raises(ValueError, match=r"non-finite action.*steps 1-3 \(first world 4\)"):
+        env.step(torch.zeros(N, 1))
+    for _ in range(3):  # the flag was cleared: clean steps pass the next check
+        env.step(torch.zeros(N, 1))
+    off = _make(overflow_check_interval=3, check_actions=False)
+    off._defer_action_check = True
+    off.reset()
+    for _ in range(3):
+        off.step(nan)  # check_actions=False: never raises
+
+
+def test_actions_are_clamped_inside_the_step():
+    env = _make()
+    env.reset()
+    env.step(torch.tensor([[5.0], [-5.0], [0.5], [-0.25], [1.0], [-1.0]]))
+    assert wp.to_torch(env.ctx.action).flatten().tolist() == [1.0, -1.0, 0.5, -0.25, 1.0, -1.0]
+
+
+def test_step_outputs_are_contiguous_copies_or_live_views():
+    env = _make()
+    env.reset()
+    first = env.step(torch.zeros(N, 1))
+    keep = first.clone()
+    second = env.step(torch.ones(N, 1))
+    for key in first.keys(include_nested=True, leaves_only=True):
+        assert first[key].is_contiguous(), key
+        assert torch.equal(first[key], keep[key]), key  # the next step did not overwrite it
+    assert not torch.equal(first["obs", "policy"], second["obs", "policy"])
+    assert first["obs", "policy"].data_ptr() != second["obs", "policy"].data_ptr()
+    live = _make(copy_outputs=False)
+    obs0 = live.reset()["obs", "policy"]
+    a = live.step(torch.zeros(N, 1))
+    assert a["obs", "policy"].data_ptr() == obs0.data_ptr()  # views of the env's buffers
+    b = live.step(torch.ones(N, 1))
+    assert torch.equal(a["obs", "policy"], b["obs", "policy"])
+    assert torch.equal(a["obs", "policy"], live.get_observations()["obs", "policy"])

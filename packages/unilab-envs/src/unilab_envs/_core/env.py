@@ -23,7 +23,6 @@ replayed with `wp.capture_launch`; on CPU it runs eagerly on warp's CPU device.
 from __future__ import annotations
 
 import warnings
-from collections.abc import Callable
 from typing import Literal
 
 import attrs
@@ -56,8 +55,12 @@ class EnvConfig:
         device: "cpu", "cuda" or "cuda:k" (torch and warp use the same device).
         seed: determines every random draw of the env (initial states, randomization, pushes).
         randomization: "task" = the task's default, None = off, or a `DomainRandomization`.
-        check_actions: validate that actions are finite (one host sync per step on CUDA; the
-            shape/dtype/device checks are always done and cost no sync).
+        check_actions: validate that actions are finite. On CPU before each step; on CUDA a
+            kernel inside the captured step flags non-finite actions and the flag is read at
+            every periodic check (`overflow_check_interval` steps), so a NaN action raises
+            within that many steps and costs no host sync per step (with
+            overflow_check_interval=0, before each step: one host sync each). The shape, dtype
+            and device checks are always done and cost no sync.
         cuda_graph: capture the control step into a CUDA graph (CUDA only).
         copy_outputs: clone output tensors (True) or return views of the env's buffers that
             the next step overwrites (False; faster, for callers that copy anyway).
@@ -163,46 +166,39 @@ class VecEnv:
             spec=spec,
         )
         nlog = len(spec.log_terms)
-        self._obs = {
-            g: wp.zeros((n, d), dtype=float, device=dev) for g, d in spec.observation_dims.items()
-        }
-        self._final_obs = {
-            g: wp.zeros((n, d), dtype=float, device=dev) for g, d in spec.observation_dims.items()
-        }
-        self._reward = wp.zeros(n, dtype=float, device=dev)
-        self._terminated = wp.zeros(n, dtype=wp.bool, device=dev)
-        self._truncated = wp.zeros(n, dtype=wp.bool, device=dev)
-        self._done = wp.zeros(n, dtype=wp.bool, device=dev)
+        # Every step output lives in one of two flat device buffers (float32 and bool), carved
+        # into contiguous per-output segments, so that handing the trainer a copy costs two
+        # device copies, not one per output (about 20).
+        self._out = _OutputBuffers(spec, n, self.device)
+        self._obs = {g: self._out.warp("obs", g) for g in spec.observation_dims}
+        self._final_obs = {g: self._out.warp("final_obs", g) for g in spec.observation_dims}
+        self._reward = self._out.warp("reward")
+        self._terminated = self._out.warp("terminated")
+        self._truncated = self._out.warp("truncated")
+        self._done = self._out.warp("done")
+        self._log = self._out.warp("log")
+        self._out_return = self._out.warp("episode", "return")
+        self._out_length = self._out.warp("episode", "length")
+        self._out_log = self._out.warp("episode", "terms")
         self._all = wp.array(np.ones(n, dtype=bool), dtype=wp.bool, device=dev)
-        self._log = wp.zeros((nlog, n), dtype=float, device=dev)
         self._episode_return = wp.zeros(n, dtype=float, device=dev)
         self._episode_log = wp.zeros((nlog, n), dtype=float, device=dev)
-        self._out_return = wp.zeros(n, dtype=float, device=dev)
-        self._out_length = wp.zeros(n, dtype=float, device=dev)
-        self._out_log = wp.zeros((nlog, n), dtype=float, device=dev)
         self._overflow_seen = wp.zeros(n, dtype=int, device=dev)
         self._solver_limit_reported = False
+        # The caller's action lands here (one device copy); a kernel inside the captured step
+        # clamps it into ctx.action and records the first world with a non-finite value.
+        self._raw_action = wp.zeros((n, a), dtype=float, device=dev)
+        self._bad_action_world = wp.array([n], dtype=wp.int32, device=dev)
+        self._defer_action_check = (
+            self.device.type == "cuda" and self.cfg.overflow_check_interval > 0
+        )
+        self._last_action_check = 0
         self.randomizer = (
             Randomizer(dr, mjm, model, data, n, spec.step_dt, dev) if dr is not None else None
         )
         self.task.bind(self.ctx)
-        # Torch views (zero-copy) of the buffers above.
-        t = wp.to_torch
-        self._action_t = t(self.ctx.action)
-        self._views = {
-            "obs": {g: t(v) for g, v in self._obs.items()},
-            "final_obs": {g: t(v) for g, v in self._final_obs.items()},
-            "reward": t(self._reward),
-            "terminated": t(self._terminated),
-            "truncated": t(self._truncated),
-            "done": t(self._done),
-            "episode": {"return": t(self._out_return), "length": t(self._out_length)},
-            "log": {},
-        }
-        out_log, log = t(self._out_log), t(self._log)
-        for i, name in enumerate(spec.log_terms):
-            self._views["episode"][name] = out_log[i]
-            self._views["log"][name] = log[i]
+        self._raw_action_t = wp.to_torch(self._raw_action)
+        self._views = self._out.views(self._out.floats, self._out.bools)
 
     # ------------------------------------------------------------------ device sequences
     def _reset_masked(self, mask: wp.array) -> None:
@@ -218,6 +214,13 @@ class VecEnv:
 
     def _control_step(self) -> None:
         ctx, dev, spec, n = self.ctx, self._wp_device, self.task.spec, self.num_envs
+        wp.launch(
+            kernels.clamp_actions,
+            dim=(n, spec.action_dim),
+            inputs=[self._raw_action],
+            outputs=[ctx.action, self._bad_action_world],
+            device=dev,
+        )
         self.task.apply_action(ctx)
         if self.randomizer is not None:
             self.randomizer.push(ctx.seed, ctx.rng_counter, self._all)
@@ -244,6 +247,8 @@ class VecEnv:
                 ctx.episode_length,
                 self._episode_return,
                 self._episode_log,
+                ctx.action,
+                spec.action_dim,
             ],
             outputs=[
                 self._truncated,
@@ -251,13 +256,8 @@ class VecEnv:
                 self._out_return,
                 self._out_length,
                 self._out_log,
+                ctx.last_action,
             ],
-            device=dev,
-        )
-        wp.launch(
-            kernels.store_last_action,
-            dim=(n, spec.action_dim),
-            inputs=[ctx.action, self._done, ctx.last_action],
             device=dev,
         )
         self.task.observe(ctx, self._final_obs)
@@ -286,9 +286,7 @@ class VecEnv:
             self._reset_masked(self._all)
         self._has_reset = True
         self._wait_for_env()
-        return TensorDict(
-            {"obs": self._clone(self._views["obs"])}, batch_size=[self.num_envs], device=self.device
-        )
+        return self.get_observations() if self.cfg.copy_outputs else self._outputs(("obs",))
 
     def step(self, action: torch.Tensor) -> TensorDict:
         """Advance every world by one control step; see the module docstring for the output."""
@@ -296,7 +294,7 @@ class VecEnv:
         if not self._has_reset:
             raise RuntimeError("call env.reset() before env.step()")
         with self._stream_ctx():
-            self._action_t.copy_(action.detach().clamp(-1.0, 1.0))
+            self._raw_action_t.copy_(action.detach())
             with self._scope():
                 self._sync_curriculum()
                 if self._graph is not None:
@@ -311,16 +309,13 @@ class VecEnv:
                             self._control_step()
                         self._graph = cap.graph
         self._wait_for_env()
-        self._steps += 1
-        interval = self.cfg.overflow_check_interval
-        if interval and self._steps % interval == 0:
-            self.check_overflow()
-        return TensorDict(self._clone(self._views), batch_size=[self.num_envs], device=self.device)
+        self._after_step()
+        return self._outputs()
 
     def get_observations(self) -> TensorDict:
         """The current observations {("obs", group): [N, D]} (a copy)."""
-        views = {"obs": {g: v.clone() for g, v in self._views["obs"].items()}}
-        return TensorDict(views, batch_size=[self.num_envs], device=self.device)
+        obs = self._out.copy_obs()
+        return TensorDict({"obs": obs}, batch_size=[self.num_envs], device=self.device)
 
     @property
     def episode_length(self) -> torch.Tensor:
@@ -374,11 +369,10 @@ class VecEnv:
         """Device bytes held: {"model", "data", "env", "total", "per_env"} (model shared)."""
         model = _warp_bytes(self.ctx.model)
         data = _warp_bytes(self.ctx.data)
-        own = [*self._obs.values(), *self._final_obs.values(), self._reward, self._terminated]
-        own += [self._truncated, self._done, self._all, self._log, self._episode_return]
-        own += [self._episode_log, self._out_return, self._out_length, self._out_log]
-        own += [self._overflow_seen, self.ctx.action, self.ctx.last_action, self.ctx.episode_length]
-        env = sum(a.capacity for a in own) + _warp_bytes(self.task)
+        own = [self._all, self._episode_return, self._episode_log, self._overflow_seen]
+        own += [self._raw_action, self._bad_action_world]
+        own += [self.ctx.action, self.ctx.last_action, self.ctx.episode_length]
+        env = sum(a.capacity for a in own) + self._out.nbytes() + _warp_bytes(self.task)
         if self.randomizer is not None:
             env += _warp_bytes(self.randomizer)
         total = model + data + env
@@ -412,10 +406,41 @@ class VecEnv:
             self._level_cache = level
             self.ctx.curriculum_level.fill_(level)
 
-    def _clone(self, views):
-        if not self.cfg.copy_outputs:
-            return views
-        return _map(views, lambda x: x.clone())
+    def _after_step(self) -> None:
+        """Step counting and the periodic host-side checks (one host sync each)."""
+        self._steps += 1
+        interval = self.cfg.overflow_check_interval
+        if interval and self._steps % interval == 0:
+            self._check_deferred_actions()
+            self.check_overflow()
+
+    def _outputs(self, keys: tuple[str, ...] | None = None) -> TensorDict:
+        """The step's outputs as a TensorDict: a copy (two device copies) or live views."""
+        if self.cfg.copy_outputs:
+            views = self._out.views(self._out.floats.clone(), self._out.bools.clone())
+        else:
+            views = self._views
+        if keys is not None:
+            views = {k: views[k] for k in keys}
+        return TensorDict(views, batch_size=[self.num_envs], device=self.device)
+
+    def _check_deferred_actions(self) -> None:
+        """On CUDA: raise if a non-finite action was stepped since the last check."""
+        if not (self.cfg.check_actions and self._defer_action_check):
+            return
+        if self._stream is not None:
+            self._stream.synchronize()
+        first = int(self._bad_action_world.numpy()[0])
+        since, self._last_action_check = self._last_action_check, self._steps
+        if first < self.num_envs:
+            with self._scope():  # on the env's stream, ordered before the next step
+                self._bad_action_world.fill_(self.num_envs)
+            raise ValueError(
+                f"a non-finite action (NaN or inf) was passed to env.step in steps {since + 1}-"
+                f"{self._steps} (first world {first}); on CUDA actions are checked every "
+                f"overflow_check_interval={self.cfg.overflow_check_interval} steps without a "
+                "host sync per step"
+            )
 
     def _check_action(self, action: torch.Tensor) -> None:
         if not isinstance(action, torch.Tensor):
@@ -429,7 +454,9 @@ class VecEnv:
             raise TypeError(f"action dtype must be floating point, got {action.dtype}")
         if action.device != self.device:
             raise ValueError(f"action is on {action.device}, the env on {self.device}")
-        if self.cfg.check_actions and not bool(torch.isfinite(action).all()):
+        if self.cfg.check_actions and not self._defer_action_check:
+            if bool(torch.isfinite(action).all()):
+                return
             bad = (~torch.isfinite(action)).any(dim=1).nonzero().flatten()[:5].tolist()
             raise ValueError(f"action contains NaN or inf (first worlds {bad})")
 
@@ -442,10 +469,89 @@ class _null:
         return False
 
 
-def _map(tree, fn: Callable):
-    if isinstance(tree, dict):
-        return {k: _map(v, fn) for k, v in tree.items()}
-    return fn(tree)
+class _OutputBuffers:
+    """The step outputs, carved as contiguous segments out of two flat device buffers.
+
+    `floats` (float32) holds, in order: obs/<group> [N, D], final_obs/<group> [N, D], reward
+    [N], episode/return [N], episode/length [N], episode/terms [nlog, N], log [nlog, N];
+    `bools` holds terminated, truncated, done [N] each. The warp kernels write into warp views
+    of the segments; `views(floats, bools)` lays the same segments over any buffers of the
+    same size (the live ones, or one copy of each).
+    """
+
+    def __init__(self, spec, n: int, device: torch.device) -> None:
+        nlog = len(spec.log_terms)
+        self.log_terms = tuple(spec.log_terms)
+        self.groups = tuple(spec.observation_dims)
+        float_shapes: list[tuple[tuple[str, ...], tuple[int, ...]]] = []
+        for top in ("obs", "final_obs"):
+            float_shapes += [((top, g), (n, d)) for g, d in spec.observation_dims.items()]
+        float_shapes += [(("reward",), (n,)), (("episode", "return"), (n,))]
+        float_shapes += [(("episode", "length"), (n,)), (("episode", "terms"), (nlog, n))]
+        float_shapes += [(("log",), (nlog, n))]
+        bool_shapes = [((k,), (n,)) for k in ("terminated", "truncated", "done")]
+        self._float = self._layout(float_shapes)
+        self._bool = self._layout(bool_shapes)
+        self.obs_end = sum(n * d for d in spec.observation_dims.values())
+        self.floats = torch.zeros(self._size(self._float), dtype=torch.float32, device=device)
+        self.bools = torch.zeros(self._size(self._bool), dtype=torch.bool, device=device)
+        self._live = {
+            **self._carve(self.floats, self._float),
+            **self._carve(self.bools, self._bool),
+        }
+
+    @staticmethod
+    def _layout(shapes):
+        out, offset = [], 0
+        for key, shape in shapes:
+            size = int(np.prod(shape))
+            out.append((key, offset, shape))
+            offset += size
+        return out
+
+    @staticmethod
+    def _size(layout) -> int:
+        return max(1, sum(int(np.prod(shape)) for _, _, shape in layout))
+
+    @staticmethod
+    def _carve(flat: torch.Tensor, layout) -> dict[tuple[str, ...], torch.Tensor]:
+        return {key: flat[o : o + int(np.prod(shape))].view(shape) for key, o, shape in layout}
+
+    def warp(self, *key: str) -> wp.array:
+        """A warp view (no copy) of one segment of the live buffers."""
+        tensor = self._live[key]
+        return wp.from_torch(tensor, dtype=wp.bool if tensor.dtype == torch.bool else wp.float32)
+
+    def views(self, floats: torch.Tensor, bools: torch.Tensor) -> dict:
+        """The nested output dict of `env.step` over `floats` / `bools`."""
+        seg = {**self._carve(floats, self._float), **self._carve(bools, self._bool)}
+        out: dict = {
+            "obs": {g: seg["obs", g] for g in self.groups},
+            "final_obs": {g: seg["final_obs", g] for g in self.groups},
+            "reward": seg["reward",],
+            "terminated": seg["terminated",],
+            "truncated": seg["truncated",],
+            "done": seg["done",],
+            "episode": {"return": seg["episode", "return"], "length": seg["episode", "length"]},
+            "log": {},
+        }
+        terms, log = seg["episode", "terms"], seg["log",]
+        for i, name in enumerate(self.log_terms):
+            out["episode"][name] = terms[i]
+            out["log"][name] = log[i]
+        return out
+
+    def copy_obs(self) -> dict[str, torch.Tensor]:
+        """One copy of every observation group (the groups are adjacent at the front)."""
+        flat = self.floats[: self.obs_end].clone()
+        return {
+            key[1]: flat[o : o + int(np.prod(shape))].view(shape)
+            for key, o, shape in self._float
+            if key[0] == "obs"
+        }
+
+    def nbytes(self) -> int:
+        return self.floats.numel() * 4 + self.bools.numel()
 
 
 def _warp_bytes(obj) -> int:

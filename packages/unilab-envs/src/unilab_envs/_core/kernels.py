@@ -21,11 +21,14 @@ def episode_bookkeeping(
     episode_length: wp.array(dtype=wp.int32),
     episode_return: wp.array(dtype=float),
     episode_log: wp.array2d(dtype=float),
+    action: wp.array2d(dtype=float),
+    nact: int,
     truncated: wp.array(dtype=wp.bool),
     done: wp.array(dtype=wp.bool),
     out_return: wp.array(dtype=float),
     out_length: wp.array(dtype=float),
     out_log: wp.array2d(dtype=float),
+    last_action: wp.array2d(dtype=float),
 ):
     # Time limit only where the state is not terminal: a terminal state is never bootstrapped.
     w = wp.tid()
@@ -52,19 +55,29 @@ def episode_bookkeeping(
         else:
             out_log[i, w] = 0.0
             episode_log[i, w] = s
+    # The action history: cleared where the world is about to be reset.
+    for a in range(nact):
+        if d:
+            last_action[w, a] = 0.0
+        else:
+            last_action[w, a] = action[w, a]
 
 
 @wp.kernel
-def store_last_action(
+def clamp_actions(
+    raw: wp.array2d(dtype=float),
     action: wp.array2d(dtype=float),
-    done: wp.array(dtype=wp.bool),
-    last_action: wp.array2d(dtype=float),
+    first_bad_world: wp.array(dtype=wp.int32),
 ):
+    # Clamp to [-1, 1]; a non-finite value passes through unchanged (as torch.clamp does) and
+    # its world is recorded for the env's deferred check.
     w, a = wp.tid()
-    if done[w]:
-        last_action[w, a] = 0.0
+    v = raw[w, a]
+    if wp.isfinite(v):
+        action[w, a] = wp.clamp(v, -1.0, 1.0)
     else:
-        last_action[w, a] = action[w, a]
+        action[w, a] = v
+        wp.atomic_min(first_bad_world, 0, w)
 
 
 @wp.kernel

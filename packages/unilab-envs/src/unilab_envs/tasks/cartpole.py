@@ -93,17 +93,39 @@ def _evaluate(
         log[4, w] = small_velocity
 
 
-@wp.kernel
-def _observe(
-    qpos: wp.array2d(dtype=float), qvel: wp.array2d(dtype=float), out: wp.array2d(dtype=float)
+@wp.func
+def _write_obs(
+    w: int,
+    qpos: wp.array2d(dtype=float),
+    qvel: wp.array2d(dtype=float),
+    out: wp.array2d(dtype=float),
 ):
-    w = wp.tid()
     th = qpos[w, 1]
     out[w, 0] = qpos[w, 0]
     out[w, 1] = wp.cos(th)
     out[w, 2] = wp.sin(th)
     out[w, 3] = qvel[w, 0]
     out[w, 4] = qvel[w, 1]
+
+
+@wp.kernel
+def _observe(
+    qpos: wp.array2d(dtype=float), qvel: wp.array2d(dtype=float), out: wp.array2d(dtype=float)
+):
+    _write_obs(wp.tid(), qpos, qvel, out)
+
+
+@wp.kernel
+def _observe_pair(
+    qpos: wp.array2d(dtype=float),
+    qvel: wp.array2d(dtype=float),
+    out_a: wp.array2d(dtype=float),
+    out_b: wp.array2d(dtype=float),
+):
+    # Both groups ("policy" and "critic") see the same vector: one launch writes both.
+    w = wp.tid()
+    _write_obs(w, qpos, qvel, out_a)
+    _write_obs(w, qpos, qvel, out_b)
 
 
 @wp.kernel
@@ -196,7 +218,17 @@ class CartpoleTask(Task):
         )
 
     def observe(self, ctx: TaskContext, obs: Mapping[str, wp.array]) -> None:
-        for out in obs.values():
+        outs = list(obs.values())
+        if len(outs) == 2:
+            wp.launch(
+                _observe_pair,
+                dim=ctx.num_envs,
+                inputs=[ctx.data.qpos, ctx.data.qvel],
+                outputs=outs,
+                device=ctx.device,
+            )
+            return
+        for out in outs:
             wp.launch(
                 _observe,
                 dim=ctx.num_envs,
