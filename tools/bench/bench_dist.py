@@ -1,7 +1,8 @@
-"""Latency of unilab-dist's flat gradient all-reduce vs DistributedDataParallel, 2 processes.
+"""Latency of unilab-dist's flat gradient all-reduce vs DistributedDataParallel, W processes.
 
-    python3 tools/bench/bench_dist.py           # 2 NCCL ranks on cuda:0/1
-    python3 tools/bench/bench_dist.py --quick   # 2 gloo ranks on CPU, a few seconds
+    python3 tools/bench/bench_dist.py             # 2 NCCL ranks on cuda:0/1
+    python3 tools/bench/bench_dist.py --world 4   # 4 NCCL ranks on cuda:0..3
+    python3 tools/bench/bench_dist.py --quick     # 2 gloo ranks on CPU, a few seconds
 
 Model: a PPO-sized actor + critic (obs 48 -> 512-256-128 -> 12 actions / 1 value, ELU),
 about 380k float32 parameters (~1.5 MB of gradients). Batch 4096 (--quick: 256).
@@ -146,16 +147,25 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="gloo on CPU, few repetitions")
     parser.add_argument("--reps", type=int, default=None)
+    parser.add_argument("--world", type=int, default=2, help="processes (one GPU each), >= 2")
     args = parser.parse_args()
     reps = args.reps or (10 if args.quick else 200)
-    if not args.quick and torch.cuda.device_count() < 2:
-        sys.exit("needs 2 CUDA GPUs (or use --quick for a CPU run)")
+    if args.world < 2:
+        parser.error("--world must be at least 2 (a collective needs two ranks)")
+    if not args.quick and torch.cuda.device_count() < args.world:
+        sys.exit(
+            f"--world {args.world} needs {args.world} CUDA GPUs, "
+            f"{torch.cuda.device_count()} visible (or use --quick for a CPU run)"
+        )
     from unilab_dist.testing import free_port
 
     ctx = mp.get_context("spawn")
     q = ctx.Queue()
     mp.start_processes(
-        worker, args=(2, free_port(), args.quick, reps, q), nprocs=2, start_method="spawn"
+        worker,
+        args=(args.world, free_port(), args.quick, reps, q),
+        nprocs=args.world,
+        start_method="spawn",
     )
     data = q.get(timeout=10)
     med = {k: statistics.median(v) for k, v in data["ms"].items()}

@@ -202,7 +202,12 @@ def main() -> None:
     ap.add_argument("--warmup", type=int, default=5)
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--calls", type=int, default=20, help="update() calls per repetition")
-    ap.add_argument("--gpus", type=int, default=2, help="processes of the scaling rows (0: skip)")
+    ap.add_argument(
+        "--gpus",
+        default=None,
+        help="process counts of the scaling rows, e.g. 2 or 2,4,8; 0: skip (default: 2 when "
+        "2 GPUs are visible or with --quick, else skip)",
+    )
     args = ap.parse_args()
     if args.quick:
         torch.set_num_threads(1)
@@ -220,10 +225,19 @@ def main() -> None:
         "date": time.strftime("%Y-%m-%d %H:%M:%S"),
         "args": vars(args),
     }
+    visible = torch.cuda.device_count()
+    if args.gpus is None:
+        args.gpus = "2" if args.quick or visible >= 2 else "0"
+    try:
+        worlds = [int(x) for x in str(args.gpus).split(",") if x.strip()]
+    except ValueError:
+        ap.error(f"--gpus must be comma-separated integers, got {args.gpus!r}")
+    if not args.quick and max(worlds, default=0) > visible:
+        ap.error(f"--gpus {args.gpus}: only {visible} CUDA device(s) visible")
     rows = bench_single(args, device)
-    world = args.gpus if args.quick else min(args.gpus, torch.cuda.device_count())
-    if world >= 2:
-        rows += bench_multi(args, world)
+    for world in worlds:
+        if world >= 2:
+            rows += bench_multi(args, world)
     base = {r["capture"]: r["updates_per_s"] for r in rows if r["setting"] == "1 device"}
     print(f"\nFastSAC learner, {meta['device']}, torch {meta['torch']}")
     print(

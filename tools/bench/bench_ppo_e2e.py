@@ -295,11 +295,10 @@ class SplitStepper:
 
     def __call__(self, action: torch.Tensor):
         import warp as wp
-        from tensordict import TensorDict
 
         env, prof = self.env, self.prof
         with env._stream_ctx():
-            env._action_t.copy_(action.detach().clamp(-1.0, 1.0))
+            env._raw_action_t.copy_(action.detach())
             with env._scope():
                 env._sync_curriculum()
                 if self.graphs is not None:
@@ -313,11 +312,8 @@ class SplitStepper:
                     finally:
                         restore()
         env._wait_for_env()
-        env._steps += 1
-        interval = env.cfg.overflow_check_interval
-        if interval and env._steps % interval == 0:
-            env.check_overflow()
-        out = TensorDict(env._clone(env._views), batch_size=[env.num_envs], device=env.device)
+        env._after_step()
+        out = env._outputs()
         prof.lap("obs_reward")
         return out
 

@@ -10,6 +10,8 @@ RESULTS are JSON files or folders (every *.json inside, recursively) written by
   - tools/bench/bench_time_to_threshold.py (`ttt_<name>.json`: per-iteration return against
     wall-clock of a run trained through `unilab_integration.train`; one panel per algorithm and
     task, the threshold drawn dashed and the time it was reached marked),
+  - tools/bench/bench_fastsac.py (`fastsac*.json`: learner updates/s on 1 device and per
+    process count, eager and captured; its weak-scaling rows go in `efficiency.png`),
   - any other file of the form {"curves": {label: {"points": [{"time_s", "mean_return"}, ...]}}}
     (e.g. an off-policy trainer's curve).
 Other JSONs are skipped with a note. Writes, into `--out` (default $OUT, else docs/benchmarks):
@@ -19,7 +21,10 @@ Other JSONs are skipped with a note. Writes, into `--out` (default $OUT, else do
                          value, only in shape and time);
   `<prefix>scaling.png`  env-steps/s by GPU count, UniLab runs next to MJLab, with weak-scaling
                          efficiency;
-  `<prefix>profile.png`  UniLab's profiled iteration split into phases (when profiled).
+  `<prefix>profile.png`  UniLab's profiled iteration split into phases (when profiled);
+  `<prefix>efficiency.png` weak-scaling efficiency by GPU count (PPO end to end:
+                         rate(W) / (W x rate(1)); FastSAC learner with a fixed batch per rank:
+                         updates/s(W) / updates/s(1)), the 97% target dashed.
 Needs matplotlib (Agg backend; no display).
 """
 
@@ -45,12 +50,14 @@ def load(paths: list[str]) -> list[tuple[str, dict]]:
     return out
 
 
-def collect(docs: list[tuple[str, dict]], marks: dict | None = None):
+def collect(docs: list[tuple[str, dict]], marks: dict | None = None, learner: list | None = None):
     """-> curves {panel: {label: [(t, ret)]}}, scaling [(source, gpus, sps)], profiles.
 
     `marks` (filled when given): {panel: [(threshold, reached time_s or None, label)]} from
-    bench_time_to_threshold.py results.
+    bench_time_to_threshold.py results. `learner` (filled when given): FastSAC learner
+    [(source, gpus, updates/s)] from bench_fastsac.py, 1 device and weak-scaling rows.
     """
+    learner = [] if learner is None else learner
     curves: dict[str, dict[str, list[tuple[float, float]]]] = {}
     scaling: list[tuple[str, int, float]] = []
     profiles: list[tuple[str, int, dict]] = []
@@ -101,6 +108,18 @@ def collect(docs: list[tuple[str, dict]], marks: dict | None = None):
                     if p.get("mean_return") is not None
                 ]
                 curves.setdefault(panel, {})[label] = pts
+        elif isinstance(doc.get("rows"), list) and "meta" in doc:  # bench_fastsac
+            precision = "bf16" if doc["meta"].get("args", {}).get("bf16") else "fp32"
+            for r in doc["rows"]:
+                setting = r.get("setting", "")
+                if setting == "1 device":
+                    gpus = 1
+                elif setting.endswith("devices, weak"):
+                    gpus = int(setting.split()[0])
+                else:
+                    continue
+                mode = "captured" if r.get("capture") else "eager"
+                learner.append((f"FastSAC learner {precision} {mode}", gpus, r["updates_per_s"]))
         elif "runs" in doc and "task" in doc:  # bench_mjlab
             for r in doc["runs"]:
                 label = f"MJLab, {r['gpus']} GPU, {r['num_envs']} envs"
@@ -194,6 +213,49 @@ def plot_scaling(plt, scaling, path: str) -> bool:
     return True
 
 
+def efficiencies(scaling, learner) -> dict[str, list[tuple[int, float]]]:
+    """Weak-scaling efficiency per source and GPU count (sources measured on 1 GPU only).
+
+    End to end (total env-steps/s): rate(W) / (W x rate(1)). Learner (updates/s with a fixed
+    batch per rank, so W times the data per update): updates/s(W) / updates/s(1).
+    """
+    out: dict[str, list[tuple[int, float]]] = {}
+    for rows, per_gpu in ((scaling, True), (learner, False)):
+        value = {(s, g): v for s, g, v in rows}
+        for s in dict.fromkeys(s for s, _, _ in rows):
+            base = value.get((s, 1))
+            if not base:
+                continue
+            points = sorted(
+                (g, v / ((g if per_gpu else 1) * base)) for (k, g), v in value.items() if k == s
+            )
+            if len(points) > 1:
+                out[s] = points
+    return out
+
+
+def plot_efficiency(plt, eff, path: str) -> bool:
+    if not eff:
+        return False
+    gpus = sorted({g for pts in eff.values() for g, _ in pts})
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for source, pts in eff.items():
+        ax.plot([g for g, _ in pts], [100 * e for _, e in pts], marker="o", label=source)
+        g, e = pts[-1]
+        ax.annotate(f"{e:.0%}", (g, 100 * e), textcoords="offset points", xytext=(4, 4), fontsize=8)
+    ax.axhline(97, color="gray", linestyle="--", linewidth=1, label="target 97%")
+    ax.set_xticks(gpus, [str(g) for g in gpus])
+    ax.set_xlabel("GPUs")
+    ax.set_ylabel("weak-scaling efficiency (%)")
+    ax.set_title("Weak scaling by GPU count")
+    ax.legend(fontsize=7)
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return True
+
+
 def plot_profile(plt, profiles, path: str) -> bool:
     if not profiles:
         return False
@@ -227,13 +289,15 @@ def main(argv=None) -> None:
     except ImportError as e:  # pragma: no cover - environment dependent
         raise SystemExit(f"plot_curves needs matplotlib ({e}); pip install matplotlib") from e
     marks: dict = {}
-    curves, scaling, profiles = collect(load(args.results), marks)
+    learner: list = []
+    curves, scaling, profiles = collect(load(args.results), marks, learner)
     os.makedirs(args.out, exist_ok=True)
     made = []
     for kind, fn, data in (
         ("curves", lambda plt_, d, p: plot_curves(plt_, d, p, marks), curves),
         ("scaling", plot_scaling, scaling),
         ("profile", plot_profile, profiles),
+        ("efficiency", plot_efficiency, efficiencies(scaling, learner)),
     ):
         path = os.path.join(args.out, f"{args.prefix}{kind}.png")
         if fn(plt, data, path):

@@ -1,0 +1,40 @@
+"""plot_curves.py reads the recorded benchmark JSONs (docs/benchmarks/data) correctly.
+
+Only the parsing and the efficiency arithmetic: the plotting itself needs matplotlib, which the
+tools session does not install.
+"""
+
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "tools" / "bench"))
+import plot_curves  # noqa: E402
+
+DATA = ROOT / "docs" / "benchmarks" / "data"
+
+
+def test_recorded_results_give_scaling_and_efficiency():
+    learner: list = []
+    curves, scaling, profiles = plot_curves.collect(plot_curves.load([str(DATA)]), {}, learner)
+    rate = {(s, g): v for s, g, v in scaling}
+    # docs/benchmarks/ppo-end-to-end.md: MJLab 109k; UniLab captured 626k -> 1.17M on 2 GPUs
+    assert rate["MJLab + RSL-RL", 1] == pytest.approx(109e3, rel=0.01)
+    assert rate["UniLab quadruped_capture", 2] == pytest.approx(1.166e6, rel=0.01)
+    eff = plot_curves.efficiencies(scaling, learner)
+    assert dict(eff["UniLab quadruped_capture"])[2] == pytest.approx(0.931, abs=0.001)
+    assert dict(eff["UniLab go1_capture"])[2] == pytest.approx(0.994, abs=0.001)
+    # docs/benchmarks/fastsac-learner.md: 264 -> 252 updates/s captured fp32 (95%)
+    assert dict(eff["FastSAC learner fp32 captured"])[2] == pytest.approx(252 / 264, abs=0.002)
+    assert "MJLab + RSL-RL" not in eff  # measured on 1 GPU only: no efficiency
+    assert {p[1] for p in profiles} == {1, 2}
+    assert curves  # the end-to-end runs carry per-iteration returns
+
+
+def test_efficiency_of_a_synthetic_four_gpu_run():
+    scaling = [("a", 1, 100.0), ("a", 2, 190.0), ("a", 4, 360.0), ("b", 2, 5.0)]
+    learner = [("c", 1, 10.0), ("c", 4, 9.0)]
+    eff = plot_curves.efficiencies(scaling, learner)
+    assert eff == {"a": [(1, 1.0), (2, 0.95), (4, 0.9)], "c": [(1, 1.0), (4, 0.9)]}
