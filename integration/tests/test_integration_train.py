@@ -185,30 +185,53 @@ def test_distillation_from_ppo_teacher(straight, tmp_path):
     assert len(rows) == 2 and all(math.isfinite(r["learner/behavior"]) for r in rows)
 
 
-def test_fastsac_trains(tmp_path):
-    cfg = apply_overrides(
+def _sac_config(log_dir, name, *more):
+    return apply_overrides(
         make_config("cartpole-balance", "fastsac"),
         [
             "launch.cpu_workers=2",
             "env.num_envs=8",
             "runner.num_steps_per_env=8",
-            "runner.iterations=2",
+            "runner.iterations=4",
+            "runner.save_interval=2",
+            "runner.save_replay=true",
+            "runner.deterministic=true",
             "runner.progress=false",
             "runner.tensorboard=false",
             "algo.learning_starts=4",
             "algo.capture=false",
-            f"runner.log_dir={json.dumps(str(tmp_path))}",
-            "runner.run_name=sac",
+            f"runner.log_dir={json.dumps(str(log_dir))}",
+            f"runner.run_name={name}",
+            *more,
         ],
     )
-    result = train(cfg)
-    assert result["iterations"] == 2
-    rows = _rows(Path(result["run_dir"]))
-    # steps 4..8 of iteration 1 update (2 updates each), all 8 of iteration 2
-    assert [r["learner/updates"] for r in rows] == [10.0, 16.0]
-    ck = load_checkpoint(Path(result["run_dir"]))
+
+
+def test_fastsac_trains_and_resumes_bit_for_bit_with_its_replay(tmp_path):
+    result = train(_sac_config(tmp_path, "sac"))
+    assert result["iterations"] == 4
+    run_dir = Path(result["run_dir"])
+    rows = _rows(run_dir)
+    # steps 4..8 of iteration 1 update (2 updates each), all 8 of the later iterations
+    assert [r["learner/updates"] for r in rows] == [10.0, 16.0, 16.0, 16.0]
+    ck = load_checkpoint(run_dir)
     for name, value in ck["learner"][0]["actor"].items():
         assert torch.equal(value, ck["learner"][1]["actor"][name]), name
+    assert "replay" in ck["learner"][0]
+    # resume from iteration 2: the replay shards come back, so the run continues exactly
+    resumed = train(
+        _sac_config(tmp_path, "sac_resumed"), resume=str(run_dir / "checkpoints" / "ckpt_000002.pt")
+    )
+    b = load_checkpoint(Path(resumed["run_dir"]))
+    for rank in range(2):
+        for key in ("actor", "critic", "critic_target"):
+            for name, value in ck["learner"][rank][key].items():
+                assert torch.equal(value, b["learner"][rank][key][name]), (rank, key, name)
+    assert [r["learner/critic_loss"] for r in rows[2:]] == [
+        r["learner/critic_loss"] for r in _rows(Path(resumed["run_dir"]))
+    ]
+    with pytest.raises(ValueError, match="save_replay applies to fastsac"):
+        apply_overrides(make_config("cartpole-balance", "ppo"), ["runner.save_replay=true"])
 
 
 def test_nan_observation_stops_the_run(tmp_path, capsys):

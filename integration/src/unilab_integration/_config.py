@@ -88,6 +88,9 @@ class RunnerConfig:
     `check_finite`: stop on NaN/inf in observations, losses, gradients or parameters.
     `deterministic`: torch deterministic algorithms (bit-for-bit resume on CPU).
     `imports`: modules imported in every worker before the env is made (custom tasks).
+    `save_replay` (FastSAC only): checkpoints also hold every rank's replay shard, so that a
+    resume at the same world size continues bit for bit on CPU; large (the replay capacity
+    times one transition, per rank, gathered to rank 0), hence off by default.
     """
 
     seed: int = attrs.field(default=0, validator=attrs.validators.instance_of(int))
@@ -104,6 +107,7 @@ class RunnerConfig:
     deterministic: bool = False
     teacher: str | None = None
     imports: tuple[str, ...] = ()
+    save_replay: bool = False
     log_dir: str = "runs"
     run_name: str | None = None
     progress: bool = True
@@ -138,6 +142,13 @@ class TrainConfig:
     algo: Any
     runner: RunnerConfig = attrs.field(factory=RunnerConfig)
     launch: LaunchSettings = attrs.field(factory=LaunchSettings)
+
+    def __attrs_post_init__(self) -> None:
+        if self.runner.save_replay and self.algo_name != "fastsac":
+            raise ValueError(
+                f"runner.save_replay applies to fastsac (a replay buffer); algorithm "
+                f"'{self.algo_name}' has none"
+            )
 
     @property
     def task(self) -> str:

@@ -282,6 +282,10 @@ class Runner:
         return metrics
 
     # --- checkpoints -------------------------------------------------------------------------
+    def learner_state(self) -> dict[str, Any]:
+        """The learner's state as checkpoints hold it (runners add what their learner offers)."""
+        return self.learner.state_dict()
+
     def save(self) -> str | None:
         """Write a checkpoint (all ranks call this; rank 0 writes)."""
         env_state = capture_env_state(self.env)
@@ -291,7 +295,7 @@ class Runner:
             "env_state": env_state,
             "obs": self.obs.to("cpu"),
             "curriculum": curriculum.state_dict() if curriculum is not None else None,
-            "learner": _to_cpu(self.learner.state_dict()),
+            "learner": _to_cpu(self.learner_state()),
         }
         gathered = _gather_to_main(local, self.ctx)
         if not self.ctx.is_main:
@@ -328,7 +332,16 @@ class Runner:
         saved_w = int(ckpt["world_size"])
         same = saved_w == w and ckpt["num_envs_per_rank"] == self.num_envs
         src = rank if same else 0
-        self.learner.load_state_dict(_to_device(ckpt["learner"][src], self.device))
+        learner_state = dict(ckpt["learner"][src])
+        notes = []
+        if not same and learner_state.pop("replay", None) is not None:
+            notes.append("the saved replay shards do not fit this layout: replay starts empty")
+        elif same and self.config.algo_name == "fastsac" and "replay" not in learner_state:
+            notes.append(
+                "the checkpoint has no replay (runner.save_replay=false): replay starts empty "
+                "(not bit-for-bit)"
+            )
+        self.learner.load_state_dict(_to_device(learner_state, self.device))
         self.broadcast_state()
         self.iteration = int(ckpt["iteration"])
         counters = ckpt["counters"]
@@ -346,9 +359,11 @@ class Runner:
                 restore_env_state(self.env, env_state)
                 self.obs = ckpt["obs"][rank].to(self.device)
                 env_ok = True
-        self._resume_message(ckpt, saved_w, same, env_ok)
+        self._resume_message(ckpt, saved_w, same, env_ok, notes)
 
-    def _resume_message(self, ckpt: dict, saved_w: int, same: bool, env_ok: bool) -> None:
+    def _resume_message(
+        self, ckpt: dict, saved_w: int, same: bool, env_ok: bool, notes: list[str]
+    ) -> None:
         if not self.ctx.is_main:
             return
         lines = [f"resumed {ckpt['path']} at iteration {self.iteration}"]
@@ -363,6 +378,7 @@ class Runner:
             )
         elif not env_ok:
             lines.append("the env has no saved state: episodes restart (not bit-for-bit)")
+        lines += notes
         text = "; ".join(lines)
         print(text, flush=True)
         with (self.run_dir / "resume.log").open("a") as f:

@@ -37,6 +37,10 @@ class OffPolicyRunner(Runner):
             reduce_sum=reduce_sum,
         )
 
+    def learner_state(self) -> dict[str, Any]:
+        """FastSAC's state; with `runner.save_replay` also this rank's replay shard."""
+        return self.learner.state_dict(include_replay=self.config.runner.save_replay)
+
     def _iterate(self) -> dict[str, float]:
         learner = self.learner
         check = self.config.runner.check_finite
