@@ -1,10 +1,9 @@
-"""Capture and restore a unilab_envs VecEnv's device state, for bit-for-bit resume.
+"""Capture and restore an env's state in checkpoints, for bit-for-bit resume.
 
-A `VecEnv` keeps its whole state in warp arrays: the MJWarp model (per-world randomized
-fields) and data (qpos, qvel, warm starts, ...), the task context (RNG counter, episode
-lengths, actions), the env's bookkeeping (episode sums) and the task's own arrays. When the env
-offers `state_dict()` / `load_state_dict()` those are used; otherwise every warp array
-reachable from those four owners is copied to host numpy arrays (at checkpoints only).
+When the env offers `state_dict()` / `load_state_dict()` (unilab_envs' `VecEnv` does) those are
+used. Otherwise, for an env built like a `VecEnv` (warp arrays on the env, its task, its
+`ctx` and the MJWarp model and data), every warp array reachable from those owners is copied
+to host numpy arrays (at checkpoints only).
 """
 
 from __future__ import annotations

@@ -84,8 +84,10 @@ def check_vec_env(
     shapes, dtypes, devices, finiteness, `done == terminated | truncated`, episode statistics
     zero where not done and within [1, max_episode_steps] where done, truncation only at the
     time limit, `final_obs == obs` where not done, the returned episode return equal to the sum
-    of that world's rewards since its last reset; a wrong action shape raises ValueError; and,
-    with `make_env`, bitwise determinism of two fresh envs under the same actions.
+    of that world's rewards since its last reset; a wrong action shape raises ValueError; when
+    the env has `state_dict` / `load_state_dict`, that a restored state continues bitwise like
+    the original; and, with `make_env`, bitwise determinism of two fresh envs under the same
+    actions.
     Returns {"steps", "episodes", "terminated", "truncated"} counts seen.
     """
     n = env.num_envs
@@ -120,9 +122,25 @@ def check_vec_env(
         counts["episodes"] += int(done.sum())
         counts["terminated"] += int(out["terminated"].sum())
         counts["truncated"] += int(out["truncated"].sum())
+    if hasattr(env, "state_dict") and hasattr(env, "load_state_dict"):
+        _check_state_round_trip(env, steps=min(steps, 10), seed=seed)
     if make_env is not None:
         _check_determinism(make_env, steps=min(steps, 20), seed=seed)
     return counts
+
+
+def _check_state_round_trip(env: Any, *, steps: int, seed: int) -> None:
+    state = env.state_dict()
+    actions = _actions(env, steps, seed + 2)
+    first = [env.step(a.clone()).clone() for a in actions]  # clones: outputs may be views
+    env.load_state_dict(state)
+    for t, action in enumerate(actions):
+        again = env.step(action.clone())
+        for key in first[t].keys(include_nested=True, leaves_only=True):
+            assert torch.equal(first[t][key], again[key]), (
+                f"load_state_dict(state_dict()) does not continue bitwise: {key} differs at "
+                f"step {t}"
+            )
 
 
 def _check_determinism(make_env: Callable[[], Any], *, steps: int, seed: int) -> None:

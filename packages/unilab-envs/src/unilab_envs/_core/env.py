@@ -23,7 +23,8 @@ replayed with `wp.capture_launch`; on CPU it runs eagerly on warp's CPU device.
 from __future__ import annotations
 
 import warnings
-from typing import Literal
+from collections.abc import Mapping
+from typing import Any, Literal
 
 import attrs
 import mujoco_warp as mjw
@@ -365,6 +366,94 @@ class VecEnv:
             warnings.warn(msg, RuntimeWarning, stacklevel=2)
         return int(bad.size)
 
+    def state_dict(self) -> dict[str, Any]:
+        """Everything that determines the env's future, copied to the host (torch tensors).
+
+        Holds every warp array of the MJWarp data (state, ctrl, warm start, time, ...), the
+        per-world randomized model fields, the task context (RNG counter, episode lengths,
+        actions), the env's bookkeeping and output buffers, the task's and the randomizer's
+        arrays, the curriculum and the step counter. Quantities that every step recomputes
+        from the state (contacts, constraint rows) are not saved. Restoring it into an env made
+        with the same task and config (`load_state_dict`) continues bit for bit.
+        """
+        if not self._has_reset:
+            raise RuntimeError("call env.reset() before env.state_dict()")
+        if self._stream is not None:
+            self._stream.synchronize()
+        arrays = {
+            k: wp.to_torch(a).detach().to("cpu", copy=True) for k, a in self._state_arrays().items()
+        }
+        return {
+            "task": self.task.spec.name,
+            "num_envs": self.num_envs,
+            "arrays": arrays,
+            "steps": self._steps,
+            "curriculum": self.curriculum.state_dict() if self.curriculum is not None else None,
+        }
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        """Restore a `state_dict()` of an env of the same task, env count and config.
+
+        ValueError naming the difference when it does not fit. The arrays are written in place,
+        so a captured CUDA graph stays valid.
+        """
+        for key in ("task", "num_envs", "arrays", "steps", "curriculum"):
+            if key not in state:
+                raise ValueError(f"env state lacks '{key}' (not a VecEnv.state_dict())")
+        if state["task"] != self.task.spec.name or state["num_envs"] != self.num_envs:
+            raise ValueError(
+                f"env state of task {state['task']!r} with {state['num_envs']} envs does not fit "
+                f"this env (task {self.task.spec.name!r}, {self.num_envs} envs)"
+            )
+        arrays = self._state_arrays()
+        saved = state["arrays"]
+        if set(saved) != set(arrays):
+            diff = sorted(set(saved) ^ set(arrays))[:5]
+            raise ValueError(f"env state arrays differ from this env's (e.g. {diff})")
+        for key, array in arrays.items():
+            target = wp.to_torch(array)
+            if tuple(saved[key].shape) != tuple(target.shape) or saved[key].dtype != target.dtype:
+                raise ValueError(
+                    f"env state {key}: {tuple(saved[key].shape)} {saved[key].dtype}, this env "
+                    f"{tuple(target.shape)} {target.dtype} (another config?)"
+                )
+        if (state["curriculum"] is None) != (self.curriculum is None):
+            raise ValueError("env state and this env disagree on having a curriculum")
+        with self._stream_ctx():
+            for key, array in arrays.items():
+                wp.to_torch(array).copy_(saved[key])
+        self._wait_for_env()
+        if self.curriculum is not None:
+            self.curriculum.load_state_dict(state["curriculum"])
+        self._level_cache = None
+        self._steps = int(state["steps"])
+        self._last_action_check = self._steps
+        self._has_reset = True
+
+    def _state_arrays(self) -> dict[str, wp.array]:
+        """The warp arrays that `state_dict` saves, by a stable name."""
+        out: dict[str, wp.array] = {}
+        batched = self.randomization.batch_sizes(self.num_envs) if self.randomization else {}
+        for name in sorted(batched):
+            out[f"model.{name}"] = getattr(self.ctx.model, name)
+        # The output buffers whole (the per-output warp views alias them).
+        out["env.outputs.floats"] = wp.from_torch(self._out.floats)
+        out["env.outputs.bools"] = wp.from_torch(self._out.bools, dtype=wp.bool)
+        owners = {"data": self.ctx.data, "env": self, "task": self.task}
+        if self.randomizer is not None:
+            owners["randomizer"] = self.randomizer
+        for prefix, owner in owners.items():
+            for name, value in sorted(vars(owner).items()):
+                if not isinstance(value, wp.array) or value.size == 0:
+                    continue
+                if id(value) not in self._out.warp_views:
+                    out[f"{prefix}.{name}"] = value
+        for field in attrs.fields(type(self.ctx)):
+            value = getattr(self.ctx, field.name)
+            if isinstance(value, wp.array) and value.size > 0:
+                out[f"ctx.{field.name}"] = value
+        return out
+
     def memory_bytes(self) -> dict[str, int]:
         """Device bytes held: {"model", "data", "env", "total", "per_env"} (model shared)."""
         model = _warp_bytes(self.ctx.model)
@@ -499,6 +588,7 @@ class _OutputBuffers:
             **self._carve(self.floats, self._float),
             **self._carve(self.bools, self._bool),
         }
+        self.warp_views: set[int] = set()  # ids of the views handed out (state_dict skips them)
 
     @staticmethod
     def _layout(shapes):
@@ -520,7 +610,9 @@ class _OutputBuffers:
     def warp(self, *key: str) -> wp.array:
         """A warp view (no copy) of one segment of the live buffers."""
         tensor = self._live[key]
-        return wp.from_torch(tensor, dtype=wp.bool if tensor.dtype == torch.bool else wp.float32)
+        view = wp.from_torch(tensor, dtype=wp.bool if tensor.dtype == torch.bool else wp.float32)
+        self.warp_views.add(id(view))
+        return view
 
     def views(self, floats: torch.Tensor, bools: torch.Tensor) -> dict:
         """The nested output dict of `env.step` over `floats` / `bools`."""

@@ -1,0 +1,88 @@
+"""`VecEnv.state_dict` / `load_state_dict`: a restored env continues bit for bit (CPU)."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+import torch
+
+import unilab_envs
+
+
+def _actions(env, steps: int, seed: int) -> list[torch.Tensor]:
+    g = torch.Generator().manual_seed(seed)
+    return [torch.rand(env.num_envs, env.action_dim, generator=g) * 2 - 1 for _ in range(steps)]
+
+
+def _run(env, actions) -> list:
+    return [env.step(a) for a in actions]
+
+
+def _assert_same(a, b) -> None:
+    assert len(a) == len(b)
+    for i, (x, y) in enumerate(zip(a, b, strict=True)):
+        for key in x.keys(include_nested=True, leaves_only=True):
+            assert torch.equal(x[key], y[key]), (i, key)
+
+
+@pytest.mark.parametrize(
+    ("name", "kwargs", "warm", "steps"),
+    [
+        # short episodes: resets happen inside the compared window; a curriculum is saved too
+        ("cartpole-balance", {"max_episode_steps": 9, "curriculum": True}, 5, 20),
+        # default randomization (friction, masses, gains, pushes) and foot contacts
+        ("quadruped-velocity", {}, 3, 12),
+    ],
+)
+def test_restored_env_continues_bit_for_bit(name, kwargs, warm, steps):
+    env = unilab_envs.make(name, num_envs=5, seed=11, **kwargs)
+    env.reset()
+    _run(env, _actions(env, warm, seed=1))
+    if env.curriculum is not None:
+        env.curriculum.load_state_dict({"index": 2, "num_levels": 5})
+    saved_obs = env.get_observations()
+    buf = io.BytesIO()
+    torch.save(env.state_dict(), buf)  # through a file, as a checkpoint would
+    actions = _actions(env, steps, seed=2)
+    first = _run(env, actions)
+    assert any(bool(td["done"].any()) for td in first) or name != "cartpole-balance"
+
+    # the same env, rewound
+    buf.seek(0)
+    state = torch.load(buf, weights_only=False)
+    env.load_state_dict(state)
+    _assert_same(first, _run(env, actions))
+
+    # a fresh env with the same config, as after a restart
+    other = unilab_envs.make(name, num_envs=5, seed=11, **kwargs)
+    other.reset()
+    other.load_state_dict(state)
+    restored = other.get_observations()  # the observation of the saved moment
+    for key in saved_obs.keys(include_nested=True, leaves_only=True):
+        assert torch.equal(restored[key], saved_obs[key]), key
+    _assert_same(first, _run(other, actions))
+    if env.curriculum is not None:
+        assert other.curriculum.state_dict() == {"index": 2, "num_levels": 5}
+
+
+def test_state_dict_refuses_what_does_not_fit():
+    env = unilab_envs.make("cartpole-balance", num_envs=4, seed=0)
+    with pytest.raises(RuntimeError, match="reset"):
+        env.state_dict()
+    env.reset()
+    state = env.state_dict()
+    bigger = unilab_envs.make("cartpole-balance", num_envs=6, seed=0)
+    bigger.reset()
+    with pytest.raises(ValueError, match="4 envs does not fit"):
+        bigger.load_state_dict(state)
+    swing = unilab_envs.make("cartpole-swingup", num_envs=4, seed=0)
+    swing.reset()
+    with pytest.raises(ValueError, match="cartpole-balance"):
+        swing.load_state_dict(state)
+    with pytest.raises(ValueError, match="lacks 'arrays'"):
+        env.load_state_dict({"task": "cartpole-balance", "num_envs": 4})
+    broken = dict(state, arrays=dict(state["arrays"]))
+    broken["arrays"].pop("data.qpos")
+    with pytest.raises(ValueError, match=r"data\.qpos"):
+        env.load_state_dict(broken)
