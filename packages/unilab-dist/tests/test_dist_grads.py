@@ -52,7 +52,7 @@ def _ddp_body(rank: int, world_size: int) -> dict:
     }
 
 
-@pytest.fixture(scope="module", params=[2, 3], ids=["world2", "world3"])
+@pytest.fixture(scope="module", params=[2, 3, 4], ids=["world2", "world3", "world4"])
 def grad_results(request: pytest.FixtureRequest) -> tuple[int, list[dict]]:
     return request.param, run_distributed(_ddp_body, request.param)
 
