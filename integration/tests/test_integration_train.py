@@ -70,11 +70,11 @@ def test_ppo_trains_logs_and_checkpoints(straight):
     rows = _rows(run_dir)
     assert [r["iteration"] for r in rows] == [1, 2, 3, 4]
     for r in rows:
-        # update: E*M gradient all-reduces; collect: per step one global normalizer merge for
-        # the actor and one for the critic, and the global advantage normalization
+        # update: E*M gradient all-reduces; collect: per step one merge of the actor's and the
+        # critic's global normalizers (fused), and the global advantage normalization
         assert r["dist/update/collectives"] == E * M
-        assert r["dist/collect/collectives"] == 2 * T + 1
-        assert r["dist/collectives"] == E * M + 1 + 2 * T
+        assert r["dist/collect/collectives"] == T + 1
+        assert r["dist/collectives"] == E * M + 1 + T
         assert r["env_steps/per_rank"] * 2 == r["env_steps/global"]
         assert r["perf/steps_per_s"] > 0
     ck = load_checkpoint(run_dir)
@@ -115,7 +115,7 @@ def test_four_workers_train_in_lockstep(tmp_path):
     assert result["env_steps_global"] == 2 * T * 8 * 4
     run_dir = Path(result["run_dir"])
     for r in _rows(run_dir):
-        assert r["dist/collectives"] == E * M + 1 + 2 * T
+        assert r["dist/collectives"] == E * M + 1 + T
         assert r["env_steps/per_rank"] * 4 == r["env_steps/global"]
     ck = load_checkpoint(run_dir)
     assert ck["world_size"] == 4 and len(ck["learner"]) == 4 and len(ck["env_state"]) == 4

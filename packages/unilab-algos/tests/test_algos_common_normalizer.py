@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import pytest
 import torch
+from torch import nn
 
 from unilab_algos import EmpiricalNormalizer, mlp
+from unilab_algos.common.normalizer import update_normalizers
 
 
 def _batches(seed: int, sizes):
@@ -96,3 +98,48 @@ def test_global_mode_is_exact_and_identical_across_ranks():
     # merge order differs from one concatenated batch: equal to float64 rounding
     torch.testing.assert_close(res[0][0], allx.mean(0), rtol=0, atol=1e-12)
     torch.testing.assert_close(res[0][1], allx.var(0, unbiased=False), rtol=0, atol=1e-12)
+
+
+class _CountingDouble:
+    """Fake reduce_sum of two ranks holding the same data (exact: returns 2 * x); counts calls."""
+
+    def __init__(self):
+        self.calls = 0
+
+    def __call__(self, x):
+        self.calls += 1
+        return 2 * x
+
+
+def test_update_normalizers_fuses_the_collectives_of_a_shared_reduce_sum():
+    fused_sum, separate_sum = _CountingDouble(), _CountingDouble()
+
+    def make(reduce_sum):
+        return [
+            EmpiricalNormalizer(3, reduce_sum=reduce_sum),
+            EmpiricalNormalizer((2, 2), reduce_sum=reduce_sum, until=30),
+            EmpiricalNormalizer(3),  # local: no collective
+            EmpiricalNormalizer(3, mode="rsl_rl"),
+        ]
+
+    fused, separate = make(fused_sum), make(separate_sum)
+    g = torch.Generator().manual_seed(4)
+    for _ in range(6):
+        xs = [
+            torch.randn(5, 3, generator=g) * 3 + 1,
+            torch.randn(4, 2, 2, generator=g) - 2,
+            torch.randn(7, 3, generator=g),
+            torch.randn(2, 3, generator=g) * 5,
+        ]
+        update_normalizers([*zip(fused, xs, strict=True), (nn.Identity(), xs[0])])
+        for norm, x in zip(separate, xs, strict=True):
+            norm.update(x)
+    # one call per step while both global ones update, then one (the second stopped at 30)
+    assert fused_sum.calls == 6 and separate_sum.calls == 6 + 4
+    assert int(fused[1].count) == 32  # 4 steps of 2 x 4 rows, then `until` stops it
+    for a, b in zip(fused, separate, strict=True):
+        for name in ("mean", "var", "std", "count"):
+            assert torch.equal(getattr(a, name), getattr(b, name)), name
+    fused[0].eval()
+    update_normalizers([(fused[0], torch.ones(3, 3))])  # eval mode: no update, no collective
+    assert fused_sum.calls == 6

@@ -126,5 +126,6 @@ def test_replica_consistency_with_rank_local_replay():
         assert torch.equal(s0[k], s1[k]), k
     targets = [k for k in s0 if k.startswith("m2.")]  # critic_target
     assert targets and all(torch.equal(s0[k], s1[k]) for k in targets)
-    # accounting: per env step 2 normalizer reductions (policy, critic) and U grad all-reduces
-    assert c0[-1] == c1[-1] == {"observe": 2 * 5, "update": U * 5}
+    # accounting: per env step 1 normalizer reduction (policy and critic fused) and U grad
+    # all-reduces
+    assert c0[-1] == c1[-1] == {"observe": 5, "update": U * 5}

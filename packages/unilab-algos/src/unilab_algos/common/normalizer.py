@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Literal
 
 import torch
 from torch import nn
 
-__all__ = ["EmpiricalNormalizer", "ReduceSum"]
+__all__ = ["EmpiricalNormalizer", "ReduceSum", "update_normalizers"]
 
 ReduceSum = Callable[[torch.Tensor], torch.Tensor]
 """Sums a tensor across ranks and returns it (same shape and dtype); `None` means one process."""
@@ -99,18 +99,23 @@ class EmpiricalNormalizer(nn.Module):
 
         A no-op in eval mode or once `count >= until`. With `reduce_sum`, every rank must call
         it the same number of times (it performs one collective per call); `B` may differ
-        between ranks and may be 0 on some ranks.
+        between ranks and may be 0 on some ranks. `update_normalizers` updates several
+        normalizers that share one `reduce_sum` with a single collective.
         """
-        if x.shape[1:] != self.shape:
-            raise ValueError(f"expected a batch of shape (B, *{self.shape}), got {tuple(x.shape)}")
-        if not self.training:
-            return
-        if self.until is not None and int(self.count) >= self.until:
+        if not self._wants_update(x):
             return
         if self.mode == "rsl_rl":
             self._update_rsl_rl(x)
-        else:
-            self._update_exact(x)
+            return
+        packed = self._moments(x)
+        self._merge(self.reduce_sum(packed) if self.reduce_sum is not None else packed)
+
+    def _wants_update(self, x: torch.Tensor) -> bool:
+        if x.shape[1:] != self.shape:
+            raise ValueError(f"expected a batch of shape (B, *{self.shape}), got {tuple(x.shape)}")
+        if not self.training:
+            return False
+        return self.until is None or int(self.count) < self.until
 
     def _update_rsl_rl(self, x: torch.Tensor) -> None:
         # Same expression order as rsl_rl.modules.normalization.EmpiricalNormalization.update.
@@ -124,12 +129,14 @@ class EmpiricalNormalizer(nn.Module):
         self.var += rate * (var_x - self.var + delta_mean * (mean_x - self.mean))
         self.std.copy_(torch.sqrt(self.var))
 
-    def _update_exact(self, x: torch.Tensor) -> None:
+    def _moments(self, x: torch.Tensor) -> torch.Tensor:
+        """This rank's packed float64 `[n, S1, S2]` around the current mean ("exact" mode)."""
         d = x.to(torch.float64) - self.mean
         n_local = torch.full((1,), float(x.shape[0]), dtype=torch.float64, device=d.device)
-        packed = torch.cat([n_local, d.sum(0).flatten(), (d * d).sum(0).flatten()])
-        if self.reduce_sum is not None:
-            packed = self.reduce_sum(packed)
+        return torch.cat([n_local, d.sum(0).flatten(), (d * d).sum(0).flatten()])
+
+    def _merge(self, packed: torch.Tensor) -> None:
+        """Merge packed moments (already summed over ranks when global) into the statistics."""
         k = self.mean.numel()
         n = packed[0]
         s1 = packed[1 : 1 + k].view(self.shape)
@@ -155,3 +162,32 @@ class EmpiricalNormalizer(nn.Module):
             f"shape={self.shape}, eps={self.eps}, mode={self.mode!r}, global={self.is_global}, "
             f"until={self.until}"
         )
+
+
+@torch.no_grad()
+def update_normalizers(batches: Sequence[tuple[nn.Module, torch.Tensor]]) -> None:
+    """Update several normalizers, fusing the collectives of those that share a `reduce_sum`.
+
+    `batches`: (normalizer, batch) pairs; entries whose module is not an `EmpiricalNormalizer`
+    (normalization off: `nn.Identity`) are skipped. Global "exact" normalizers with the same
+    `reduce_sum` object pack their moments into one vector and make ONE `reduce_sum` call
+    together, instead of one each; the result is the same sums, so the statistics match
+    separate `update` calls (up to the summation order of the collective). Local and "rsl_rl"
+    normalizers update as `update` does. Every rank must call this with the same normalizers
+    in the same order.
+    """
+    fused: dict[int, list[tuple[EmpiricalNormalizer, torch.Tensor]]] = {}
+    for norm, x in batches:
+        if not isinstance(norm, EmpiricalNormalizer) or not norm._wants_update(x):
+            continue
+        if norm.mode == "exact" and norm.reduce_sum is not None:
+            fused.setdefault(id(norm.reduce_sum), []).append((norm, x))
+        else:
+            norm.update(x)
+    for members in fused.values():
+        packs = [norm._moments(x) for norm, x in members]
+        total = members[0][0].reduce_sum(torch.cat(packs))
+        offset = 0
+        for (norm, _), pack in zip(members, packs, strict=True):
+            norm._merge(total[offset : offset + pack.numel()])
+            offset += pack.numel()

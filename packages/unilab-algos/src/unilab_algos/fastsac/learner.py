@@ -15,7 +15,7 @@ from torch import nn
 
 from unilab_storage import ReplayShard, split_global
 
-from ..common.normalizer import EmpiricalNormalizer
+from ..common.normalizer import EmpiricalNormalizer, update_normalizers
 from ._step import METRICS, StepGraphs, apply_step, forward_backward
 from .config import FastSACConfig
 from .networks import DeterministicPolicy, QEnsemble, SquashedGaussianActor
@@ -248,7 +248,7 @@ class FastSAC:
         `step` is the environment's step TensorDict (see the env contract): `("obs", g)`,
         `("final_obs", g)` (next observation before an auto-reset; used as the transition's
         next observation), `"reward"`, `"terminated"`, `"truncated"`. With global
-        normalization this performs one `reduce_sum` per normalized group.
+        normalization this performs one `reduce_sum` for all normalized groups together.
         """
         if actions.shape != (self.num_envs, self.action_dim):
             raise ValueError(
@@ -275,10 +275,8 @@ class FastSAC:
             batch_size=[self.num_envs],
         )
         self.replay.add(transition.to(self.device))
-        for g in self.groups:
-            norm = self.normalizers[g]
-            if isinstance(norm, EmpiricalNormalizer):
-                norm.update(cur[g].to(self.device))
+        # one collective for all global normalizers (their moments packed together)
+        update_normalizers([(self.normalizers[g], cur[g].to(self.device)) for g in self.groups])
         self.env_steps += 1
 
     @property

@@ -9,9 +9,10 @@ Collective accounting of one `update()` (E epochs x M mini-batches, U = E*M):
 
 So `collectives = U + 1` for the default preset, fixed or adaptive LR alike. RSL-RL 5.4.2 makes
 `U` (fixed) or `3U` (adaptive: + KL all-reduce + LR broadcast) collectives per update.
-Outside `update()`, each `process_env_step` makes one `reduce_sum` call per global observation
-normalizer (actor, critic, RND state), and `compute_returns` one when advantages are
-normalized per rollout (counted in `update()`'s figure, where it is reported).
+Outside `update()`, each `process_env_step` makes one `reduce_sum` call for all global
+observation normalizers together (actor, critic, RND state: their moments packed into one
+vector), and `compute_returns` one when advantages are normalized per rollout (counted in
+`update()`'s figure, where it is reported).
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ from unilab_storage import (
 )
 
 from ..common.models import GaussianActor, ValueCritic
-from ..common.normalizer import ReduceSum
+from ..common.normalizer import ReduceSum, update_normalizers
 from ._capture import CapturedStep
 from .config import PPOConfig
 from .loss import gaussian_kl, ppo_loss
@@ -266,10 +267,13 @@ class PPO:
             raise RuntimeError("PPO.process_env_step: call act() before each env step")
         obs = step["obs"]
         cfg = self.cfg
-        self.actor.update_normalizer(self._cat(obs, cfg.actor_obs))
-        self.critic.update_normalizer(self._cat(obs, cfg.critic_obs))
+        batches = [
+            (self.actor.obs_normalizer, self._cat(obs, cfg.actor_obs)),
+            (self.critic.obs_normalizer, self._cat(obs, cfg.critic_obs)),
+        ]
         if self.rnd is not None:
-            self.rnd.update_normalizer(self._cat(obs, cfg.rnd.obs))
+            batches.append((self.rnd.state_normalizer, self._cat(obs, cfg.rnd.obs)))
+        update_normalizers(batches)  # one collective for all global normalizers
         pending = self._pending
         rewards = step["reward"].to(torch.float32).clone()
         if self.rnd is not None:
