@@ -103,12 +103,18 @@ def test_resume_same_world_size_is_bit_for_bit(straight, tmp_path):
     assert [r["learner/value"] for r in rows_a] == [r["learner/value"] for r in rows_b]
 
 
-def test_four_workers_train_in_lockstep(tmp_path):
-    # The multi-GPU paths (launch, gradient all-reduce, global normalizers and advantages,
-    # metric reduction, checkpoint gather) with 4 gloo workers: any world size, not only 2.
+def test_four_workers_on_two_hosts_train_in_lockstep(tmp_path):
+    # The multi-GPU, multi-node paths (launch, gradient all-reduce, global normalizers and
+    # advantages, metric reduction, checkpoint gather) with 4 gloo workers on two "hosts": two
+    # loopback addresses, one torchrunx agent each (started without SSH: both are this machine).
     cfg = apply_overrides(
         _ppo_config(tmp_path, "four"),
-        ["launch.cpu_workers=4", "env.num_envs=8", "runner.iterations=2"],
+        [
+            'launch.hosts="127.0.0.1,127.0.0.2"',
+            "launch.cpu_workers=2",
+            "env.num_envs=8",
+            "runner.iterations=2",
+        ],
     )
     result = train(cfg)
     assert result["world_size"] == 4 and result["iterations"] == 2

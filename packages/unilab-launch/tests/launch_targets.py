@@ -36,6 +36,7 @@ def allreduce_report(scale: float) -> dict:
         "custom_env": os.environ.get("UNILAB_TEST_VALUE"),
         "copied_env": os.environ.get("MUJOCO_TEST_FLAG"),
         "pid": os.getpid(),
+        "ppid": os.getppid(),  # the host's agent (or its process starter)
     }
 
 

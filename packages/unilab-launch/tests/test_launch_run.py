@@ -63,6 +63,29 @@ def test_launch_four_cpu_workers_all_reduce(tmp_path: Path, monkeypatch) -> None
     _no_worker_alive(log_dir, 4)
 
 
+def test_launch_two_hosts_two_workers_each(tmp_path: Path) -> None:
+    # Two loopback addresses are two hosts to torchrunx (one agent each, run without SSH since
+    # both are this machine): the multi-node path of rank layout, rendezvous and collectives.
+    config = LaunchConfig(
+        hosts="127.0.0.1,127.0.0.2",
+        cpu_workers=2,
+        seed=5,
+        log_dir=tmp_path / "logs",
+        timeout=COLLECTIVE_TIMEOUT_S,
+        num_threads=1,
+    )
+    out = launch(launch_targets.allreduce_report, (1.0,), config=config)
+    assert [o["rank"] for o in out] == [0, 1, 2, 3]
+    assert [o["local_rank"] for o in out] == [0, 1, 0, 1]
+    for o in out:
+        assert o["world_size"] == 4 and o["local_world_size"] == 2
+        assert o["sum"] == 1 + 2 + 3 + 4
+    assert [o["seed"] for o in out] == [5, 6, 7, 8]
+    # one agent per host: the workers of a host share a parent, the hosts do not
+    assert out[0]["ppid"] == out[1]["ppid"] and out[2]["ppid"] == out[3]["ppid"]
+    assert out[0]["ppid"] != out[2]["ppid"]
+
+
 @pytest.mark.parametrize(("world_size", "fail_rank"), [(2, 0), (3, 2)])
 def test_launch_first_failure_surfaces_promptly(
     tmp_path: Path, world_size: int, fail_rank: int
