@@ -171,6 +171,7 @@ def main() -> None:
     med = {k: statistics.median(v) for k, v in data["ms"].items()}
     data["median_ms"] = med
     if os.environ.get("OUT"):
+        os.makedirs(os.environ["OUT"], exist_ok=True)
         Path(os.environ["OUT"], "dist.json").write_text(json.dumps(data, indent=1))
     print(
         f"backend {data['backend']} on {data['device']}, world {data['world_size']}, "

@@ -383,6 +383,8 @@ def main() -> None:
     counts = [int(x) for x in args.num_envs.split(",")]
     steps, reps = args.steps, args.reps
     out = os.environ.get("OUT")
+    if out:
+        os.makedirs(out, exist_ok=True)
     if args.max_envs:
         start, limit, steps = args.max_envs_start, args.max_envs_limit, min(steps, 20)
         if args.quick:

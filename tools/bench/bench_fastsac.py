@@ -251,6 +251,7 @@ def main() -> None:
             f"{r['updates_per_s']:>12.1f}{r['ms_per_update_call']:>9.2f}{rel:>9.2f}"
         )
     if os.environ.get("OUT"):
+        os.makedirs(os.environ["OUT"], exist_ok=True)
         with open(os.path.join(os.environ["OUT"], "fastsac.json"), "w") as f:
             json.dump({"meta": meta, "rows": rows}, f, indent=2)
 

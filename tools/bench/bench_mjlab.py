@@ -307,6 +307,8 @@ def main(argv=None) -> None:
         self_test()
         return
     out_dir = os.environ.get("OUT")
+    if out_dir:
+        os.makedirs(out_dir, exist_ok=True)
     if args.parse_log:
         p = LogParser()
         with open(args.parse_log) as f:

@@ -694,6 +694,8 @@ def run_all(args, workdir: str) -> None:
             args.mjcf = mjlab_physics_xml(args.mjcf, os.path.join(workdir, "go1_mjlab.xml"))
         print(f"go1 MJCF: {args.mjcf}", flush=True)
     out_dir = os.environ.get("OUT")
+    if out_dir:
+        os.makedirs(out_dir, exist_ok=True)
     results: list[dict] = []
     for world in args.gpus:
         print(f"=== {world} process(es) on {args.device} ===", flush=True)

@@ -282,6 +282,7 @@ def main() -> None:
         "two_gpu": dist_row,
     }
     if os.environ.get("OUT"):
+        os.makedirs(os.environ["OUT"], exist_ok=True)
         with open(os.path.join(os.environ["OUT"], "ppo_update.json"), "w") as f:
             json.dump(result, f, indent=2)
     ref = rows.get("rsl_rl 5.4.2 PPO", {}).get("median_s")

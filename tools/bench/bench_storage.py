@@ -158,6 +158,8 @@ def main() -> None:
     }
     out = os.environ.get("OUT")
     if out:
+        os.makedirs(out, exist_ok=True)
+    if out:
         with open(os.path.join(out, "storage.json"), "w") as f:
             json.dump(results, f, indent=2)
     r = results["rollout"]

@@ -308,6 +308,7 @@ def main(argv=None) -> None:
     }
     out = os.environ.get("OUT")
     if out:
+        os.makedirs(out, exist_ok=True)
         with open(os.path.join(out, f"ttt_{args.name}.json"), "w") as f:
             json.dump(doc, f, indent=2, default=str)
         dest = Path(out) / f"ttt_{args.name}"
