@@ -165,6 +165,17 @@ def test_resume_refuses_another_task(straight, tmp_path, capsys):
     )
 
 
+def test_teacher_from_another_task_is_refused_before_launch(straight, tmp_path, capsys):
+    run_dir, _ = straight
+    args = ["train", "cartpole-swingup", "--algo", "distill", "--iterations", "1"]
+    code = main([*args, "--teacher", str(run_dir), "--log-dir", str(tmp_path)])
+    assert code == 2
+    assert "trained on task 'cartpole-balance', this run is task 'cartpole-swingup'" in (
+        capsys.readouterr().err
+    )
+    assert not list(tmp_path.iterdir())  # refused before a run folder or a worker existed
+
+
 def test_onnx_export_matches_torch(straight, tmp_path):
     run_dir, _ = straight
     import onnxruntime as ort

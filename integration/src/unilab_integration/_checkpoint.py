@@ -8,7 +8,7 @@ Layout of a run directory:
 
 A checkpoint is a dict (torch.save) with keys: `format` ("unilab-checkpoint"), `version`,
 `task`, `algo_name`, `config` (TrainConfig.to_dict()), `world_size`, `iteration`, `counters`
-(env steps per rank and global, episodes, wall time), `learner` (rank 0's learner.state_dict()),
+(env steps per rank and global, episodes, wall time), `learner` (per rank: its learner's state_dict()),
 `shapes` (observation shapes, action dim, and every tensor shape of the learner's state: the
 network shape fingerprint), `curriculum` (per rank), `rng` (per rank: python, numpy, torch,
 cuda), `env_state` (per rank, when the env supports it) and `obs` (per rank: the last

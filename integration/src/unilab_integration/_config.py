@@ -118,7 +118,7 @@ class RunnerConfig:
 class LaunchSettings:
     """Where the workers run: `gpus` ("all", "0,1") or `cpu_workers` N, optional `hosts`.
 
-    Neither gpus nor cpu_workers: every visible GPU if there is one, else 2 CPU workers.
+    Neither gpus nor cpu_workers: every visible GPU if there is one, else 1 CPU worker per host.
     `timeout` is the collective timeout in seconds (a dead rank ends the run within it).
     """
 

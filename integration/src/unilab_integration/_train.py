@@ -3,7 +3,8 @@
 Refused before any worker starts (ValueError naming the cause): unknown task, algorithm or
 preset; no budget; more GPUs than present; an env count that does not divide by the world
 size under `env.scope=global`; a resume checkpoint or teacher that is missing or from another
-task or algorithm. The network shape is checked inside the workers (it needs the env).
+task or algorithm. The network shapes are checked inside the workers (they need the env): a
+mismatch there fails the run (exit 1 from the command) with the difference named.
 """
 
 from __future__ import annotations
@@ -75,7 +76,16 @@ def validate(config: TrainConfig, resume: str | None = None) -> int:
     if config.algo_name == "distill":
         if run.teacher is None:
             raise ValueError("--algo distill needs a teacher: --teacher PATH (a PPO checkpoint)")
-        resolve_checkpoint(run.teacher)
+        teacher = load_checkpoint(run.teacher)
+        if teacher["algo_name"] != "ppo":
+            raise CheckpointError(
+                f"teacher {teacher['path']} was trained with '{teacher['algo_name']}', not 'ppo'"
+            )
+        if teacher["task"] != config.task:
+            raise CheckpointError(
+                f"teacher {teacher['path']} was trained on task '{teacher['task']}', this run is "
+                f"task '{config.task}'"
+            )
     return world
 
 

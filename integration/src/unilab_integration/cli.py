@@ -1,7 +1,7 @@
 """The `unilab` command: train, play, export, list.
 
     unilab train cartpole-balance --algo ppo --cpu-workers 2 --until-solved
-    unilab train quadruped-velocity --algo ppo --gpus all --num-envs 4096 --iterations 1500
+    unilab train quadruped-velocity --algo ppo --gpus all --num-envs 4096 --env-scope per-rank --iterations 1500
     unilab train cartpole-balance --algo ppo --set algo.learning_rate=3e-4 --set runner.save_interval=10
     unilab play runs/cartpole-balance_ppo_*/ --episodes 10
     unilab export runs/cartpole-balance_ppo_*/ policy.onnx

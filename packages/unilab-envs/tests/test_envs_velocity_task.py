@@ -325,7 +325,7 @@ def test_custom_mjcf_missing_joints_error(tmp_path):
 
 
 def test_unknown_override_is_rejected():
-    with pytest.raises(TypeError, match="no_such_option"):
+    with pytest.raises(ValueError, match="no_such_option"):
         make_quadruped_velocity(no_such_option=1)
     assert attrs.evolve(VelocityConfig(), w_termination=0.0).w_termination == 0.0
 
@@ -354,3 +354,10 @@ def test_cuda_graph_matches_eager(name):
             torch.testing.assert_close(a[key], b[key], rtol=1e-3, atol=1e-3)
     assert all(bool(torch.isfinite(o["obs", "critic"]).all()) for o in graph)
     assert env_g.check_overflow() == 0
+
+
+def test_unknown_options_name_the_robot_config():
+    with pytest.raises(ValueError, match=r"\['max_tilt'\] belong to the robot: pass robot="):
+        unilab_envs.make("quadruped-velocity", num_envs=2, max_tilt=0.5)
+    with pytest.raises(ValueError, match=r"unknown option\(s\) \['w_nope'\]; VelocityConfig"):
+        unilab_envs.make("humanoid-velocity", num_envs=2, w_nope=1.0)

@@ -67,7 +67,7 @@ class PPO:
         action_dim: A.
         config: `PPOConfig` (`PPOConfig.rsl_rl()` for RSL-RL 5.4.2 semantics).
         device: training device.
-        grad_sync: averages grads across ranks (see common.md); None = one process.
+        grad_sync: averages grads across ranks (see unilab_dist.GradAllReduce); None = one process.
         reduce_sum: sums a tensor across ranks; None = one process. Used by global observation
             normalizers and global advantage normalization.
         generator: torch.Generator for mini-batch permutations (None: the device's default RNG,
@@ -260,7 +260,7 @@ class PPO:
 
     @torch.no_grad()
     def process_env_step(self, step: TensorDictBase) -> None:
-        """Record an environment step (common.md keys): update normalizers with the new obs,
+        """Record an environment step (the env step keys of docs/envs.md): update normalizers with the new obs,
         add the RND bonus and the time-out bootstrap `gamma * V(s_t) * truncated` to the
         reward, store the transition and reset the recurrent state of done envs."""
         if self._pending is None:

@@ -491,18 +491,31 @@ _HUMANOID_DEFAULTS: dict = {
 }
 
 
+def _config(overrides: dict, defaults: dict | None = None) -> VelocityConfig:
+    """`VelocityConfig` from task defaults and user overrides; ValueError on an unknown name."""
+    known = {f.name for f in attrs.fields(VelocityConfig)}
+    unknown = sorted(set(overrides) - known)
+    if unknown:
+        robot_fields = {f.name for f in attrs.fields(RobotConfig)}
+        hint = [n for n in unknown if n in robot_fields]
+        raise ValueError(
+            f"velocity task: unknown option(s) {unknown}"
+            + (f"; {hint} belong to the robot: pass robot=RobotConfig(...)" if hint else "")
+            + f"; VelocityConfig options: {sorted(known)}"
+        )
+    return VelocityConfig(**{**(defaults or {}), **overrides})
+
+
 def make_velocity_task(robot: RobotConfig, **overrides) -> VelocityTask:
     """A velocity task for any robot; `overrides` are `VelocityConfig` fields."""
-    return VelocityTask(robot, VelocityConfig(**overrides))
+    return VelocityTask(robot, _config(overrides))
 
 
 def make_quadruped_velocity(robot: RobotConfig | None = None, **overrides) -> VelocityTask:
     """`quadruped-velocity`: UniLab's quadruped (or `robot`) with quadruped reward defaults."""
-    return VelocityTask(
-        robot or quadruped(), VelocityConfig(**{**_QUADRUPED_DEFAULTS, **overrides})
-    )
+    return VelocityTask(robot or quadruped(), _config(overrides, _QUADRUPED_DEFAULTS))
 
 
 def make_humanoid_velocity(robot: RobotConfig | None = None, **overrides) -> VelocityTask:
     """`humanoid-velocity`: UniLab's humanoid (or `robot`) with biped reward defaults."""
-    return VelocityTask(robot or humanoid(), VelocityConfig(**{**_HUMANOID_DEFAULTS, **overrides}))
+    return VelocityTask(robot or humanoid(), _config(overrides, _HUMANOID_DEFAULTS))
