@@ -97,3 +97,32 @@ def test_state_dict_refuses_what_does_not_fit():
     broken["arrays"].pop("data.qpos")
     with pytest.raises(ValueError, match=r"data\.qpos"):
         env.load_state_dict(broken)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+def test_cuda_graph_survives_a_restore_and_flags_nan_actions_later():
+    # On CUDA the control step is a captured graph: load_state_dict writes in place, so the
+    # same graph continues from the restored state; NaN actions are flagged inside the graph
+    # and raised at the next periodic check (every 4 steps here), not at the step itself.
+    env = unilab_envs.make(
+        "cartpole-balance", num_envs=256, device="cuda", seed=4, overflow_check_interval=4
+    )
+    env.reset()
+    warm = [a.cuda() for a in _actions(env, 3, seed=1)]
+    _run(env, warm)
+    assert env.uses_cuda_graph
+    state = env.state_dict()
+    actions = [a.cuda() for a in _actions(env, 8, seed=2)]
+    first = [td.clone() for td in _run(env, actions)]
+    env.load_state_dict(state)
+    again = _run(env, actions)
+    for x, y in zip(first, again, strict=True):  # no contacts: the replay is deterministic
+        for key in x.keys(include_nested=True, leaves_only=True):
+            torch.testing.assert_close(x[key], y[key], rtol=1e-6, atol=1e-6)
+    bad = torch.zeros(256, 1, device="cuda")
+    bad[17, 0] = float("nan")
+    while env._steps % 4 != 3:
+        env.step(torch.zeros(256, 1, device="cuda"))
+    with pytest.raises(ValueError, match=r"first world 17"):
+        env.step(bad)  # the 4th step since the last check: the check runs after it
