@@ -472,6 +472,7 @@ def run_rank(rank: int, world: int, args, port: int, outdir: str) -> None:
         if it == args.warmup:
             barrier()
             t_window = time.perf_counter()
+            ud.accounting.reset()  # count the timed iterations' collectives only
         t_it = time.perf_counter()
         metrics, ret, length, episodes = iteration(env.step, False)
         now = time.perf_counter()
@@ -496,7 +497,10 @@ def run_rank(rank: int, world: int, args, port: int, outdir: str) -> None:
                 f"it {it + 1}/{total}: {per_iter_steps / dt:,.0f} env-steps/s, "
                 f"{dt * 1e3:.1f} ms{warm}, return {r}, lr {metrics['learning_rate']:.2e}"
             )
+    collectives = None
     if args.iterations > 0:
+        snap = ud.accounting.snapshot()
+        collectives = sum(v["collectives"] for v in snap.values()) / args.iterations
         barrier()
         window = time.perf_counter() - t_window
     profile = []
@@ -527,6 +531,8 @@ def run_rank(rank: int, world: int, args, port: int, outdir: str) -> None:
         "startup_s": t0 - getattr(args, "process_start", t_launch),
         "iteration_s": times,
         "window_s": window,
+        # per timed iteration: PPO's U + T + 1 (W > 1) plus the episode-statistics reduction
+        "collectives_per_iteration": collectives,
         "curve": curve,
         "profile": profile,
         "cuda_graph": env.uses_cuda_graph,
