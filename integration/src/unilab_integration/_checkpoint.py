@@ -111,6 +111,23 @@ def load_checkpoint(path: str | os.PathLike, map_location: str | torch.device = 
     return data
 
 
+def load_teacher_checkpoint(path: str | os.PathLike | None, task: str) -> dict:
+    """A distillation teacher: a PPO checkpoint of `task` (CheckpointError naming the mismatch)."""
+    if path is None:
+        raise ValueError("--algo distill needs a teacher: --teacher PATH (a PPO checkpoint)")
+    ckpt = load_checkpoint(path)
+    if ckpt["algo_name"] != "ppo":
+        raise CheckpointError(
+            f"teacher {ckpt['path']} was trained with '{ckpt['algo_name']}', not 'ppo'"
+        )
+    if ckpt["task"] != task:
+        raise CheckpointError(
+            f"teacher {ckpt['path']} was trained on task '{ckpt['task']}', this run is task "
+            f"'{task}'"
+        )
+    return ckpt
+
+
 def tensor_shapes(state: Any, prefix: str = "") -> dict[str, tuple[int, ...]]:
     """Flatten a nested state dict to {dotted key: tensor shape} (the network fingerprint).
 

@@ -16,7 +16,12 @@ from typing import Any
 
 import torch
 
-from ._checkpoint import CheckpointError, load_checkpoint, resolve_checkpoint
+from ._checkpoint import (
+    CheckpointError,
+    load_checkpoint,
+    load_teacher_checkpoint,
+    resolve_checkpoint,
+)
 from ._config import TrainConfig, save_config
 from ._envs import check_task, import_modules
 
@@ -74,18 +79,7 @@ def validate(config: TrainConfig, resume: str | None = None) -> int:
                     f"{ckpt['path']} was trained with {what} '{ckpt[key]}', this run uses '{mine}'"
                 )
     if config.algo_name == "distill":
-        if run.teacher is None:
-            raise ValueError("--algo distill needs a teacher: --teacher PATH (a PPO checkpoint)")
-        teacher = load_checkpoint(run.teacher)
-        if teacher["algo_name"] != "ppo":
-            raise CheckpointError(
-                f"teacher {teacher['path']} was trained with '{teacher['algo_name']}', not 'ppo'"
-            )
-        if teacher["task"] != config.task:
-            raise CheckpointError(
-                f"teacher {teacher['path']} was trained on task '{teacher['task']}', this run is "
-                f"task '{config.task}'"
-            )
+        load_teacher_checkpoint(run.teacher, config.task)
     return world
 
 

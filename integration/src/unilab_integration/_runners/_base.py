@@ -33,7 +33,6 @@ from .._checkpoint import (
 from .._config import TrainConfig
 from .._envs import make_env, success_threshold
 from .._logger import MetricLogger
-from ._envstate import capture_env_state, restore_env_state
 from ._guards import NonFiniteError, ObservationGuard, check_losses, check_modules
 from ._stats import EpisodeStats, curriculum_metrics, means_from_sums
 
@@ -288,7 +287,8 @@ class Runner:
 
     def save(self) -> str | None:
         """Write a checkpoint (all ranks call this; rank 0 writes)."""
-        env_state = capture_env_state(self.env)
+        # an env without state_dict (not a unilab_envs VecEnv) restarts its episodes on resume
+        env_state = self.env.state_dict() if hasattr(self.env, "load_state_dict") else None
         curriculum = self.curriculum
         local = {
             "rng": capture_rng(self.device),
@@ -356,7 +356,7 @@ class Runner:
             restore_rng(ckpt["rng"][rank], self.device)
             env_state = ckpt["env_state"][rank]
             if env_state is not None:
-                restore_env_state(self.env, env_state)
+                self.env.load_state_dict(env_state)
                 self.obs = ckpt["obs"][rank].to(self.device)
                 env_ok = True
         self._resume_message(ckpt, saved_w, same, env_ok, notes)

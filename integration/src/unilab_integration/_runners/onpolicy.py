@@ -18,7 +18,7 @@ import torch
 import unilab_dist
 
 from .._algorithms import algos_class
-from .._checkpoint import CheckpointError, load_checkpoint
+from .._checkpoint import load_teacher_checkpoint
 from .._config import TrainConfig
 from ._base import Runner
 
@@ -59,20 +59,7 @@ class OnPolicyRunner(Runner):
         return learner
 
     def _teacher_checkpoint(self) -> dict:
-        path = self.config.runner.teacher
-        if path is None:
-            raise ValueError("--algo distill needs a teacher: --teacher PATH (a PPO checkpoint)")
-        ckpt = load_checkpoint(path)
-        if ckpt["algo_name"] != "ppo":
-            raise CheckpointError(
-                f"teacher {ckpt['path']} was trained with '{ckpt['algo_name']}', not 'ppo'"
-            )
-        if ckpt["task"] != self.config.task:
-            raise CheckpointError(
-                f"teacher {ckpt['path']} was trained on task '{ckpt['task']}', this run is "
-                f"task '{self.config.task}'"
-            )
-        return ckpt
+        return load_teacher_checkpoint(self.config.runner.teacher, self.config.task)
 
     def _iterate(self) -> dict[str, float]:
         learner = self.learner
