@@ -30,3 +30,17 @@ def step_td(obs, rewards, dones, time_outs, t: int) -> TensorDict:
     td["truncated"] = time_outs[t]
     td["terminated"] = dones[t] & ~time_outs[t]
     return td
+
+
+class DoubleSum:
+    """Fake 2-rank reduce_sum where both ranks hold the same data: returns 2 * x (exact).
+
+    Counts its calls in `calls` (one per collective the learner would make).
+    """
+
+    def __init__(self):
+        self.calls = 0
+
+    def __call__(self, x):
+        self.calls += 1
+        return 2 * x

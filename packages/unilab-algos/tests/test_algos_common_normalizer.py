@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 import torch
+from _ppo_helpers import DoubleSum
 from torch import nn
 
 from unilab_algos import EmpiricalNormalizer, mlp
@@ -100,19 +101,8 @@ def test_global_mode_is_exact_and_identical_across_ranks():
     torch.testing.assert_close(res[0][1], allx.var(0, unbiased=False), rtol=0, atol=1e-12)
 
 
-class _CountingDouble:
-    """Fake reduce_sum of two ranks holding the same data (exact: returns 2 * x); counts calls."""
-
-    def __init__(self):
-        self.calls = 0
-
-    def __call__(self, x):
-        self.calls += 1
-        return 2 * x
-
-
 def test_update_normalizers_fuses_the_collectives_of_a_shared_reduce_sum():
-    fused_sum, separate_sum = _CountingDouble(), _CountingDouble()
+    fused_sum, separate_sum = DoubleSum(), DoubleSum()
 
     def make(reduce_sum):
         return [

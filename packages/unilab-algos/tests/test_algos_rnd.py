@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 import torch
-from _ppo_helpers import obs_td, scripted_rollout, step_td
+from _ppo_helpers import DoubleSum, obs_td, scripted_rollout, step_td
 
 from unilab_algos import PPO, NetworkConfig, PPOConfig, RNDConfig
 
@@ -24,17 +24,6 @@ class _Recorder:
         self.calls.append({id(p) for p in params})
         assert all(p.grad is not None for p in params)
         return extra
-
-
-class _DoubleSum:
-    """Fake 2-rank reduce_sum where both ranks hold the same data: returns 2 * x."""
-
-    def __init__(self):
-        self.calls = 0
-
-    def __call__(self, x):
-        self.calls += 1
-        return 2 * x
 
 
 def _ppo(grad_sync=None, reduce_sum=None, scope="global", weight=0.5) -> PPO:
@@ -137,7 +126,7 @@ def test_intrinsic_reward_is_added_to_the_stored_reward():
 
 @pytest.mark.parametrize("scope", ["global", "local"])
 def test_rnd_normalizer_follows_the_statistics_scope(scope):
-    reducer = _DoubleSum()
+    reducer = DoubleSum()
     ppo = _ppo(reduce_sum=reducer, scope=scope)
     norm = ppo.rnd.state_normalizer
     assert norm.is_global is (scope == "global")

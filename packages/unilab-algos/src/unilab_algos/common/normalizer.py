@@ -102,8 +102,10 @@ class EmpiricalNormalizer(nn.Module):
         between ranks and may be 0 on some ranks. `update_normalizers` updates several
         normalizers that share one `reduce_sum` with a single collective.
         """
-        if not self._wants_update(x):
-            return
+        if self._wants_update(x):
+            self._update_batch(x)
+
+    def _update_batch(self, x: torch.Tensor) -> None:
         if self.mode == "rsl_rl":
             self._update_rsl_rl(x)
             return
@@ -183,7 +185,7 @@ def update_normalizers(batches: Sequence[tuple[nn.Module, torch.Tensor]]) -> Non
         if norm.mode == "exact" and norm.reduce_sum is not None:
             fused.setdefault(id(norm.reduce_sum), []).append((norm, x))
         else:
-            norm.update(x)
+            norm._update_batch(x)
     for members in fused.values():
         packs = [norm._moments(x) for norm, x in members]
         total = members[0][0].reduce_sum(torch.cat(packs))
