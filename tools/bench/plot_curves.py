@@ -140,6 +140,13 @@ def collect(docs: list[tuple[str, dict]], marks: dict | None = None, learner: li
     return curves, scaling, profiles
 
 
+def _save(plt, fig, path: str) -> bool:
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return True
+
+
 def plot_curves(plt, curves, path: str, marks: dict | None = None) -> bool:
     panels = {k: v for k, v in curves.items() if any(v.values())}
     if not panels:
@@ -173,10 +180,7 @@ def plot_curves(plt, curves, path: str, marks: dict | None = None) -> bool:
         ax.set_ylabel("mean episode return")
         ax.grid(alpha=0.3)
         ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return True
+    return _save(plt, fig, path)
 
 
 def plot_scaling(plt, scaling, path: str) -> bool:
@@ -207,10 +211,7 @@ def plot_scaling(plt, scaling, path: str) -> bool:
     ax.legend(fontsize=8)
     ax.grid(axis="y", alpha=0.3)
     ax.margins(y=0.15)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return True
+    return _save(plt, fig, path)
 
 
 def efficiencies(scaling, learner) -> dict[str, list[tuple[int, float]]]:
@@ -250,10 +251,7 @@ def plot_efficiency(plt, eff, path: str) -> bool:
     ax.set_title("Weak scaling by GPU count")
     ax.legend(fontsize=7)
     ax.grid(alpha=0.3)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return True
+    return _save(plt, fig, path)
 
 
 def plot_profile(plt, profiles, path: str) -> bool:
@@ -269,10 +267,7 @@ def plot_profile(plt, profiles, path: str) -> bool:
     ax.set_xlabel("ms per iteration (synchronized between phases)")
     ax.set_title("UniLab PPO iteration by phase (rank 0)")
     ax.legend(fontsize=8, ncol=len(PHASES), loc="upper center", bbox_to_anchor=(0.5, -0.45))
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return True
+    return _save(plt, fig, path)
 
 
 def main(argv=None) -> None:
