@@ -40,7 +40,7 @@ def _coerce(current: Any, value: Any, key: str) -> Any:
     if attrs.has(type(current)):
         if not isinstance(value, Mapping):
             raise TypeError(f"'{key}' is a {type(current).__name__} config; give its fields")
-        return config_from_dict(current, value, _prefix=key)
+        return _apply_tree(current, value, key)
     if isinstance(current, bool):
         if not isinstance(value, bool):
             raise TypeError(f"'{key}' takes true or false, not {value!r}")
@@ -62,28 +62,15 @@ def _tuple_deep(value: Any) -> Any:
     return value
 
 
-def config_from_dict(template: Any, data: Mapping[str, Any], *, _prefix: str = "") -> Any:
+def config_from_dict(template: Any, data: Mapping[str, Any]) -> Any:
     """A copy of the attrs instance `template` with the fields in `data` replaced (recursively).
 
     Unknown keys raise ValueError naming the key and the valid ones; the config's own
-    validators run on the result.
+    validators run on the result (their errors become ValueError naming the config part).
     """
     if not attrs.has(type(template)):
         raise TypeError(f"{type(template).__name__} is not an attrs config")
-    names = _field_names(template)
-    changes: dict[str, Any] = {}
-    for key, value in data.items():
-        full = f"{_prefix}.{key}" if _prefix else key
-        if key not in names:
-            raise ValueError(
-                f"unknown config key '{full}'; {type(template).__name__} has: {', '.join(names)}"
-            )
-        current = getattr(template, key)
-        if isinstance(current, Mapping) and isinstance(value, Mapping):
-            changes[key] = {**current, **value}
-        else:
-            changes[key] = _coerce(current, value, full)
-    return attrs.evolve(template, **changes)
+    return _apply_tree(template, data, "")
 
 
 def config_to_dict(config: Any) -> dict[str, Any]:
@@ -133,9 +120,7 @@ def _apply_tree(config: Any, tree: Mapping[str, Any], prefix: str) -> Any:
                 f"unknown config key '{full}'; {type(config).__name__} has: {', '.join(names)}"
             )
         current = getattr(config, key)
-        if attrs.has(type(current)) and isinstance(value, Mapping):
-            changes[key] = _apply_tree(current, value, full)
-        elif isinstance(current, Mapping) and isinstance(value, Mapping):
+        if isinstance(current, Mapping) and isinstance(value, Mapping):
             changes[key] = {**current, **value}
         else:
             changes[key] = _coerce(current, value, full)
