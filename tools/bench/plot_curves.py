@@ -62,6 +62,7 @@ def collect(docs: list[tuple[str, dict]], marks: dict | None = None, learner: li
     scaling: list[tuple[str, int, float]] = []
     profiles: list[tuple[str, int, dict]] = []
     marks = {} if marks is None else marks
+    e2e_names: set[str] = set()
     for fname, doc in docs:
         if doc.get("kind") == "time_to_threshold":  # bench_time_to_threshold
             a = doc["args"]
@@ -85,6 +86,9 @@ def collect(docs: list[tuple[str, dict]], marks: dict | None = None, learner: li
             and "ranks" in doc["results"][0]
         ):  # ppo_e2e
             name = doc["args"].get("name", fname)
+            if name in e2e_names:  # a rerun under the same --name: label it by its file
+                name = fname.removeprefix("ppo_e2e_").removesuffix(".json")
+            e2e_names.add(name)
             for r in doc["results"]:
                 label = f"{name}, {r['gpus']} GPU"
                 pts = [
