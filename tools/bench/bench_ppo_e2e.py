@@ -4,7 +4,7 @@
     python3 tools/bench/bench_ppo_e2e.py --robot go1 --profile # MJLab's Go1 MJCF (see below)
     python3 tools/bench/bench_ppo_e2e.py --gpus 1,2 --iterations 25 --warmup 3
     python3 tools/bench/bench_ppo_e2e.py --curve --iterations 500 --gpus 1   # learning curve
-    python3 tools/bench/bench_ppo_e2e.py --quick               # CPU, tiny sizes, gloo, seconds
+    python3 tools/bench/bench_ppo_e2e.py --quick               # CPU, tiny, gloo, profiled
 
 Setting (MJLab's `Mjlab-Velocity-Flat-Unitree-Go1` PPO): `--num-envs` 4096 per GPU, 24 steps per
 env, actor and critic 512-256-128 ELU with observation normalization, 5 epochs x 4 mini-batches,
@@ -18,18 +18,31 @@ broadcast from rank 0 at start; W = 1 is the plain single-process path). Loop pe
 24 x (`PPO.act` -> `env.step` -> `PPO.process_env_step`) under inference mode, then
 `compute_returns` and `update`, then one reduction of the episode statistics for the log.
 
-Measured (rank 0's host clock; the update ends with a host sync, so iterations are timed whole):
+Host placement (A/B knobs for the host-bound collection phases; both off by default, as the
+`unilab train` launcher leaves them): `--pin-cpus` pins rank r to the r-th contiguous 1/W share
+of the CPUs the process may use (`os.sched_setaffinity`), `--cpu-threads N` sets torch's
+intra-op threads per rank (torch's default is every core, in every rank). The JSON records each
+rank's `cpus` and `torch_threads`.
+
+Measured (rank 0's host clock, the profile each rank's own; the update ends with a host sync, so
+iterations are timed whole):
   - unprofiled: env-steps/s of each iteration = W * N * 24 / iteration time, median over the
     `--iterations` timed iterations after `--warmup`; and the window rate: total steps over the
     wall-clock of the timed window, opened and closed with a barrier + device synchronize;
-  - `--profile`: `--profile-iters` further iterations with a device synchronize between phases:
-    physics (action copy, `apply_action`, pushes, decimation x `mujoco_warp.step`), obs_reward
-    (the rest of the env step: rewards, terminations, bookkeeping, observations, resets, output
-    copies), inference (`act`), storage (`process_env_step` less its collectives), learning
-    (`compute_returns` + `update` less collectives), sync (time inside `grad_sync`/`reduce_sum`,
-    including waiting for the slower rank), other (episode statistics). The env's captured step
-    is replayed as two CUDA graphs split after the physics for this (same launches, same order).
-    Synchronizing serializes the GPU, so the profiled total is above the unprofiled time.
+  - `--profile`: `--profile-iters` further iterations with a device synchronize between phases,
+    on every rank: physics (action copy, `apply_action`, pushes, decimation x
+    `mujoco_warp.step`), obs_reward (the rest of the env step: rewards, terminations,
+    bookkeeping, observations, resets, output copies), inference (`act`), storage
+    (`process_env_step` less its collective, plus the episode sums), norm_sync (the observation
+    normalizers' one `reduce_sum` per env step inside `process_env_step`: the normalizers get
+    their own wrapper of the injected `reduce_sum`), learning (`compute_returns` + `update` less
+    collectives), sync (time inside `grad_sync` and the advantage normalization's `reduce_sum`),
+    other (episode statistics). A collective is timed between two synchronizes, so norm_sync and
+    sync include waiting for the slower rank, and the phases still add up to the total. The
+    env's captured step is replayed as two CUDA graphs split after the physics for this (same
+    launches, same order). Synchronizing serializes the GPU, so the profiled total is above the
+    unprofiled time. The table shows each phase's median over the profiled iterations per rank
+    (one column per rank for W <= 2; rank 0, min and max over ranks for W > 2).
   - weak-scaling efficiency(W) = rate(W) / (W * rate(1)).
 
 `--robot go1`: the Go1 MJCF of mjlab 1.6.0 (`--mjcf PATH` to go1.xml; default: found in
@@ -41,9 +54,10 @@ of the MJCF with MJLab's solver options (dt 0.005 s, implicitfast, elliptic cone
 10 iterations, 20 line-search iterations) and its FULL_COLLISION geom settings; njmax 300 as in
 MJLab's flat task.
 
-Writes `$OUT/ppo_e2e_<name>.json` (all numbers, per-iteration times and returns of every rank)
-after every GPU count, and with `--curve` `$OUT/ppo_e2e_<name>_curve.json` (return vs wall-clock
-per iteration). Prints progress per iteration and a table last.
+Writes `$OUT/ppo_e2e_<name>.json` (all numbers, per-iteration times, returns and profile rows of
+every rank; per GPU count `profile_median_s` of rank 0 and `profile_median_s_per_rank`: phase ->
+one median per rank) after every GPU count, and with `--curve` `$OUT/ppo_e2e_<name>_curve.json`
+(return vs wall-clock per iteration). Prints progress per iteration and a table last.
 """
 
 from __future__ import annotations
@@ -72,7 +86,7 @@ for _pkg in ("unilab-dist", "unilab-storage", "unilab-algos", "unilab-envs"):
 
 import torch  # noqa: E402
 
-PHASES = ("physics", "obs_reward", "inference", "storage", "learning", "sync", "other")
+PHASES = ("physics", "obs_reward", "inference", "storage", "norm_sync", "learning", "sync", "other")
 GO1_XML_IN_WHEEL = "mjlab/asset_zoo/robots/unitree_go1/xmls/"
 
 # ----------------------------------------------------------------------------- Go1 (mjlab 1.6.0)
@@ -202,7 +216,7 @@ class Profiler:
         self.device = device
         self.active = False
         self.totals: dict[str, float] = defaultdict(float)
-        self.pending_sync = 0.0
+        self.pending: dict[str, float] = defaultdict(float)  # collective time since the last lap
         self.last = 0.0
 
     def sync(self) -> None:
@@ -212,23 +226,26 @@ class Profiler:
     def start(self) -> None:
         self.sync()
         self.totals = defaultdict(float)
-        self.pending_sync = 0.0
+        self.pending = defaultdict(float)
         self.last = time.perf_counter()
 
     def lap(self, name: str) -> None:
+        """Books the time since the last lap to `name`, less the collectives timed inside it."""
         self.sync()
         now = time.perf_counter()
-        self.totals[name] += now - self.last - self.pending_sync
-        self.totals["sync"] += self.pending_sync
-        self.pending_sync = 0.0
+        self.totals[name] += now - self.last - sum(self.pending.values())
+        for phase, seconds in self.pending.items():
+            self.totals[phase] += seconds
+        self.pending.clear()
         self.last = now
 
 
 class TimedCollective:
-    """Wraps a `grad_sync` / `reduce_sum` callable; when profiling, times it between syncs."""
+    """Wraps a `grad_sync` / `reduce_sum` callable; when profiling, times it between syncs and
+    books the time to `phase` (taken out of the phase it ran in)."""
 
-    def __init__(self, fn, prof: Profiler) -> None:
-        self.fn, self.prof = fn, prof
+    def __init__(self, fn, prof: Profiler, phase: str = "sync") -> None:
+        self.fn, self.prof, self.phase = fn, prof, phase
 
     def __call__(self, *args):
         if not self.prof.active:
@@ -237,8 +254,29 @@ class TimedCollective:
         t = time.perf_counter()
         out = self.fn(*args)
         self.prof.sync()
-        self.prof.pending_sync += time.perf_counter() - t
+        self.prof.pending[self.phase] += time.perf_counter() - t
         return out
+
+
+def time_norm_sync(ppo, prof: Profiler) -> int:
+    """Gives the global observation normalizers their own `TimedCollective` (phase norm_sync).
+
+    The normalizers hold the `reduce_sum` injected into `PPO` (also used by the advantage
+    normalization, phase sync); `update_normalizers` fuses the normalizers that hold the same
+    callable into one collective, so all of them get ONE new wrapper of the same function.
+    Returns the number of normalizers rewired (0 for one process or local statistics).
+    """
+    wrappers: dict[int, TimedCollective] = {}
+    count = 0
+    for net in (ppo.actor, ppo.critic, ppo.rnd):
+        for module in net.modules() if net is not None else ():
+            fn = getattr(module, "reduce_sum", None)
+            if isinstance(fn, TimedCollective) and fn.phase == "sync":
+                if id(fn) not in wrappers:
+                    wrappers[id(fn)] = TimedCollective(fn.fn, prof, "norm_sync")
+                module.reduce_sum = wrappers[id(fn)]
+                count += 1
+    return count
 
 
 class SplitStepper:
@@ -375,6 +413,9 @@ def run_rank(rank: int, world: int, args, port: int, outdir: str) -> None:
         torch.cuda.set_device(device)
     else:
         torch.set_num_threads(1)
+    cpus = pin_cpus(rank, world) if args.pin_cpus else None
+    if args.cpu_threads is not None:
+        torch.set_num_threads(args.cpu_threads)
     if world > 1:
         os.environ.update(
             MASTER_ADDR="127.0.0.1",
@@ -414,6 +455,7 @@ def run_rank(rank: int, world: int, args, port: int, outdir: str) -> None:
         grad_sync=grad_sync,
         reduce_sum=reduce_sum,
     )
+    norm_sync = time_norm_sync(ppo, prof)
     if world > 1:
         ud.broadcast_module_state(ppo.replicated_modules())
     n, t_steps = args.num_envs, args.steps
@@ -535,6 +577,9 @@ def run_rank(rank: int, world: int, args, port: int, outdir: str) -> None:
         "collectives_per_iteration": collectives,
         "curve": curve,
         "profile": profile,
+        "norm_sync_normalizers": norm_sync,
+        "cpus": cpus,
+        "torch_threads": torch.get_num_threads(),
         "cuda_graph": env.uses_cuda_graph,
         "ppo_capture_status": getattr(ppo, "capture_status", None),
         "memory_bytes_per_env": env.memory_bytes()["per_env"],
@@ -556,6 +601,15 @@ def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def pin_cpus(rank: int, world: int) -> list[int]:
+    """Pins this process to its own contiguous 1/world share of the CPUs it may run on."""
+    allowed = sorted(os.sched_getaffinity(0))
+    share = max(1, len(allowed) // world)
+    mine = allowed[rank * share : (rank + 1) * share] or allowed[-share:]
+    os.sched_setaffinity(0, mine)
+    return mine
 
 
 def run_config(world: int, args) -> dict:
@@ -593,9 +647,12 @@ def run_config(world: int, args) -> dict:
         "ranks": ranks,
     }
     if r0["profile"]:
-        out["profile_median_s"] = {
-            k: statistics.median(row[k] for row in r0["profile"]) for k in (*PHASES, "total")
-        }
+        medians = [
+            {k: statistics.median(row[k] for row in r["profile"]) for k in (*PHASES, "total")}
+            for r in ranks
+        ]
+        out["profile_median_s"] = medians[0]
+        out["profile_median_s_per_rank"] = {k: [m[k] for m in medians] for k in medians[0]}
     return out
 
 
@@ -629,6 +686,10 @@ def parse_args(argv=None):
     p.add_argument("--gpus", default=None, help="GPU counts, e.g. 1,2 (default: 1,2 if 2 GPUs)")
     p.add_argument("--iterations", type=int, default=25, help="timed iterations")
     p.add_argument("--warmup", type=int, default=3)
+    p.add_argument(
+        "--pin-cpus", action="store_true", help="pin rank r to the r-th 1/W share of the CPUs"
+    )
+    p.add_argument("--cpu-threads", type=int, default=None, help="torch threads per rank")
     p.add_argument("--profile", action="store_true")
     p.add_argument("--profile-iters", type=int, default=5)
     p.add_argument("--curve", action="store_true", help="also write the return-vs-time curve")
@@ -681,10 +742,25 @@ def print_table(results: list[dict], args) -> None:
         print(f"{r['gpus']:>4} {sps:>12,.0f} {win:>12,.0f} {it:>8.3f} {eff:>9}")
     prof = [r for r in results if "profile_median_s" in r]
     if prof:
-        print("\nprofiled iteration, rank 0, ms (median; synchronized between phases)")
-        print(f"{'phase':<11}" + "".join(f"{'W=' + str(r['gpus']):>10}" for r in prof))
+        # per GPU count: one column per rank for W <= 2, else rank 0, min and max over ranks
+        cols: list[tuple[str, dict[str, float]]] = []
+        for r in prof:
+            w, per_rank = r["gpus"], r["profile_median_s_per_rank"]
+            if w <= 2:
+                cols += [(f"W={w} r{i}", {k: v[i] for k, v in per_rank.items()}) for i in range(w)]
+            else:
+                cols.append((f"W={w} r0", {k: v[0] for k, v in per_rank.items()}))
+                cols += [
+                    (f"W={w} {f.__name__}", {k: f(v) for k, v in per_rank.items()})
+                    for f in (min, max)
+                ]
+        print(
+            f"\nprofiled iteration, ms per rank (median of {args.profile_iters}; synchronized "
+            "between phases)"
+        )
+        print(f"{'phase':<11}" + "".join(f"{name:>10}" for name, _ in cols))
         for k in (*PHASES, "total"):
-            print(f"{k:<11}" + "".join(f"{r['profile_median_s'][k] * 1e3:>10.1f}" for r in prof))
+            print(f"{k:<11}" + "".join(f"{col[k] * 1e3:>10.1f}" for _, col in cols))
 
 
 def main(argv=None) -> None:

@@ -36,7 +36,7 @@ import math
 import os
 from pathlib import Path
 
-PHASES = ("physics", "obs_reward", "inference", "storage", "learning", "sync", "other")
+PHASES = ("physics", "obs_reward", "inference", "storage", "norm_sync", "learning", "sync", "other")
 
 
 def load(paths: list[str]) -> list[tuple[str, dict]]:
