@@ -4,6 +4,8 @@
         [--num-envs 1024,4096,16384] [--steps 200] [--reps 5] [--actions zero|random]
     python3 tools/bench/bench_envs.py --max-envs [--tasks ...] [--max-envs-start 16384]
         [--max-envs-limit 8388608] [--probe-timeout 300]
+    python3 tools/bench/bench_envs.py --split [--tasks ...] [--num-envs ...] [--steps 100]
+        [--reps 3] [--actions zero|random]
 
 For each task and world count, in one process:
   env       env control steps/s (`env.step`, outputs copied as a trainer would get them, one
@@ -27,9 +29,26 @@ each count in its own subprocess (a failed allocation cannot poison the next); r
 largest count that worked, its device memory (`VecEnv.memory_bytes` and the process's used GPU
 memory) and its env steps/s. Off by default.
 
+`--split` (CUDA only): where the env loses throughput to the same-state raw loop. Per task and
+count, after the warm-up and the captured same-state pair above (env and raw time per control
+step), the env's state (`state_dict`) is loaded into a second env made with `cuda_graph=False`,
+which repeats those `--reps` x `--steps` control steps eagerly from the same state with the
+same actions, each repetition followed by `--steps` x decimation eager `mujoco_warp.step` calls
+on a twin of its data, all under warp's CUDA kernel timers (`wp.timing_begin`, warp kernels
+only: the env's torch copies of actions and outputs are not timed). An env kernel whose name
+the raw loop also launches counts as physics, any other as env layer. Per control step: GPU
+kernel time and launches of env physics, env layer and raw physics, env physics / raw physics
+(above 1: the physics itself costs more inside the env, e.g. colder solver warm starts after
+resets; MJWarp's solver iterates until its slowest world converges, a conditional graph node
+when captured and a host loop when eager, so extra iterations also show as extra physics
+launches), the env-layer kernels and the physics kernels that cost the env the most, and the
+residuals captured time minus kernel time, for the env (graph launch, action and output copies,
+gaps between kernels) and for the raw loop (gaps between kernels only).
+
 `--quick`: cartpole-balance, 64 envs, few steps (runs on CPU in seconds once kernels are cached);
-with `--max-envs`: 64 and 128 envs on CPU. Writes JSON to $OUT/envs.json (ratio table) or
-$OUT/envs_max.json (`--max-envs`) when $OUT is set.
+with `--max-envs`: 64 and 128 envs on CPU; with `--split`: the same small case, on CUDA. Writes
+JSON to $OUT/envs.json (ratio table), $OUT/envs_max.json (`--max-envs`) or
+$OUT/envs_split.json (`--split`) when $OUT is set.
 """
 
 from __future__ import annotations
@@ -143,6 +162,9 @@ class RawLoop:
                 with wp.ScopedCapture(device=dev) as cap:
                     self._loop()
                 self.graph = cap.graph
+                # The first launch of a graph pays for uploading it: keep it out of the timings.
+                wp.capture_launch(self.graph)
+                wp.synchronize_device(dev)
 
     def _loop(self) -> None:
         for _ in range(self.n):
@@ -201,18 +223,23 @@ def bench_same_state(env, actions: Actions, steps: int, reps: int) -> dict:
     }
 
 
+def _make_env(name: str, n: int, device: str, **config):
+    return unilab_envs.make(
+        name,
+        num_envs=n,
+        device=device,
+        seed=0,
+        check_actions=False,
+        overflow_check_interval=0,
+        **config,
+    )
+
+
 def run_table(args, tasks, counts, steps, reps) -> list[dict]:
     rows = []
     for name in tasks:
         for n in counts:
-            env = unilab_envs.make(
-                name,
-                num_envs=n,
-                device=args.device,
-                seed=0,
-                check_actions=False,
-                overflow_check_interval=0,
-            )
+            env = _make_env(name, n, args.device)
             actions = Actions(env, args.actions)
             env_sps = bench_env(env, actions, steps, reps)
             fresh = bench_raw_fresh(env, steps, reps)
@@ -256,6 +283,192 @@ def print_table(rows: list[dict]) -> None:
             f"{r['task']:<20} {r['num_envs']:>7} {r['env_steps_per_s']:>12.0f} "
             f"{r['raw_steps_per_s']:>12.0f} {r['ratio']:>9.2f} {s['env_steps_per_s']:>12.0f} "
             f"{s['raw_steps_per_s']:>12.0f} {s['ratio']:>8.2f} {r['bytes_per_env']:>7}"
+        )
+
+
+# ---------------------------------------------------------------------------- --split
+
+
+def split_kernels(
+    env_records: list[tuple[str, float]],
+    raw_records: list[tuple[str, float]],
+    steps: int,
+    top: int = 5,
+) -> dict:
+    """The env's kernels split into physics and env layer, next to the raw loop's, per step.
+
+    `env_records`, `raw_records`: (kernel name, elapsed ms) per launch, as warp's CUDA timers
+    give them, each covering `steps` control steps. An env kernel that the raw loop also
+    launches (by name) is physics, any other is env layer. Times in us and launches per control
+    step; the `top` env-layer kernels by time and the `top` physics kernels by env minus raw
+    time. Self-contained (no module globals): tools/tests runs it without torch or warp.
+    """
+
+    def by_name(records):
+        out: dict[str, list] = {}
+        for name, ms in records:
+            entry = out.setdefault(name, [0, 0.0])
+            entry[0] += 1
+            entry[1] += ms
+        return {k: (launches / steps, ms * 1e3 / steps) for k, (launches, ms) in out.items()}
+
+    env, raw = by_name(env_records), by_name(raw_records)
+    physics = {k: v for k, v in env.items() if k in raw}
+    layer = {k: v for k, v in env.items() if k not in raw}
+    env_us = sum(us for _, us in physics.values())
+    layer_us = sum(us for _, us in layer.values())
+    raw_us = sum(us for _, us in raw.values())
+    excess = sorted(physics, key=lambda k: physics[k][1] - raw[k][1], reverse=True)
+    return {
+        "env_physics_us": env_us,
+        "env_layer_us": layer_us,
+        "raw_physics_us": raw_us,
+        "physics_ratio": env_us / raw_us if raw_us else None,
+        "env_kernels_ratio": (env_us + layer_us) / raw_us if raw_us else None,
+        "env_physics_launches": sum(n for n, _ in physics.values()),
+        "env_layer_launches": sum(n for n, _ in layer.values()),
+        "raw_launches": sum(n for n, _ in raw.values()),
+        "top_env_layer": [
+            {"name": k, "us": layer[k][1], "launches": layer[k][0]}
+            for k in sorted(layer, key=lambda k: layer[k][1], reverse=True)[:top]
+        ],
+        "top_physics_excess": [
+            {
+                "name": k,
+                "env_us": physics[k][1],
+                "raw_us": raw[k][1],
+                "env_launches": physics[k][0],
+                "raw_launches": raw[k][0],
+            }
+            for k in excess[:top]
+        ],
+        # Kernels of the raw loop that the env never launched (expected: none).
+        "raw_only": sorted(k for k in raw if k not in env),
+    }
+
+
+def _timed_kernels(fn) -> list[tuple[str, float]]:
+    """(name, elapsed ms) of every warp kernel that `fn()` launches, from warp's CUDA timers."""
+    wp.timing_begin(cuda_filter=wp.TIMING_KERNEL)
+    try:
+        fn()
+    finally:
+        results = wp.timing_end()
+    return [(r.name, r.elapsed) for r in results]
+
+
+def bench_kernels(env, actions: Actions, steps: int, reps: int) -> tuple[list, list]:
+    """Kernel records of `reps` x (`steps` eager env steps, then the same-state raw loop)."""
+    if env.uses_cuda_graph:  # a graph launch hides its kernels from warp's timers
+        raise ValueError("bench_kernels needs an env made with cuda_graph=False")
+    dev = wp.get_device(str(env.device))
+    physics_steps = steps * env.task.spec.decimation
+    with wp.ScopedDevice(dev):
+        twin = _twin_data(env)
+
+    def env_loop() -> None:
+        for _ in range(steps):
+            env.step(actions.next())
+
+    def raw_loop() -> None:
+        with wp.ScopedDevice(dev):
+            for _ in range(physics_steps):
+                mjw.step(env.ctx.model, twin)
+
+    env_records: list = []
+    raw_records: list = []
+    for _ in range(reps):
+        _sync(env.device)
+        with wp.ScopedDevice(dev):
+            copy_data(twin, env.ctx.data)
+            wp.synchronize_device(dev)
+        env_records += _timed_kernels(env_loop)
+        raw_records += _timed_kernels(raw_loop)
+    return env_records, raw_records
+
+
+def run_split(args, tasks, counts, steps, reps) -> list[dict]:
+    rows = []
+    for name in tasks:
+        for n in counts:
+            env = _make_env(name, n, args.device)
+            actions = Actions(env, args.actions)
+            bench_env(env, actions, steps, reps)  # warm-up, graph captured
+            state, turn = env.state_dict(), actions.i
+            same = bench_same_state(env, actions, steps, reps)
+            spec = env.task.spec
+            del env
+            torch.cuda.empty_cache()
+            eager = _make_env(name, n, args.device, cuda_graph=False)
+            eager.reset()
+            eager.step(actions.next())  # loads the kernels
+            # Same states and actions as the captured pair above.
+            eager.load_state_dict(state)
+            actions.i = turn
+            env_records, raw_records = bench_kernels(eager, actions, steps, reps)
+            k = split_kernels(env_records, raw_records, steps * reps)
+            env_us = 1e6 * n / same["env_steps_per_s"]
+            raw_us = 1e6 * n / same["raw_steps_per_s"]
+            row = {
+                "task": name,
+                "num_envs": n,
+                "device": str(eager.device),
+                "decimation": spec.decimation,
+                "actions": args.actions,
+                "steps": steps,
+                "reps": reps,
+                "kernels": k,
+                "captured_env_us": env_us,
+                "captured_raw_us": raw_us,
+                "env_residual_us": env_us - k["env_physics_us"] - k["env_layer_us"],
+                "raw_residual_us": raw_us - k["raw_physics_us"],
+                "same_state": same,
+            }
+            rows.append(row)
+            ratio = _or_nan(k["physics_ratio"])
+            print(
+                f"{name} {n} (us per control step): physics env {k['env_physics_us']:.1f} / "
+                f"raw {k['raw_physics_us']:.1f} ({ratio:.3f}), env layer "
+                f"{k['env_layer_us']:.1f} in {k['env_layer_launches']:.1f} launches; captured "
+                f"env {env_us:.1f}, raw {raw_us:.1f} (residual env {row['env_residual_us']:.1f}, "
+                f"raw {row['raw_residual_us']:.1f})",
+                flush=True,
+            )
+            for t in k["top_env_layer"]:
+                print(f"  layer   {t['us']:8.2f} us {t['launches']:5.1f}x  {t['name']}")
+            for t in k["top_physics_excess"]:
+                print(
+                    f"  physics {t['env_us'] - t['raw_us']:+8.2f} us ({t['env_us']:.2f} vs "
+                    f"{t['raw_us']:.2f}) {t['env_launches']:5.1f}x vs {t['raw_launches']:5.1f}x  "
+                    f"{t['name']}"
+                )
+            if k["raw_only"]:
+                print(f"  raw-only kernels: {k['raw_only']}")
+            del eager, actions, state
+            torch.cuda.empty_cache()
+    return rows
+
+
+def _or_nan(x: float | None) -> float:
+    return float("nan") if x is None else x
+
+
+def print_split(rows: list[dict]) -> None:
+    print("per control step: GPU kernel us (launches); captured = wall us of the CUDA-graph runs")
+    print(
+        f"{'task':<20} {'envs':>7} {'env phys':>14} {'env layer':>13} {'raw phys':>14} "
+        f"{'phys e/r':>8} {'capt env':>9} {'capt raw':>9} {'env resid':>9} {'raw resid':>9}"
+    )
+    for r in rows:
+        k = r["kernels"]
+        ratio = _or_nan(k["physics_ratio"])
+        print(
+            f"{r['task']:<20} {r['num_envs']:>7} "
+            f"{k['env_physics_us']:>7.1f} ({k['env_physics_launches']:>4.0f}) "
+            f"{k['env_layer_us']:>6.1f} ({k['env_layer_launches']:>4.1f}) "
+            f"{k['raw_physics_us']:>7.1f} ({k['raw_launches']:>4.0f}) {ratio:>8.3f} "
+            f"{r['captured_env_us']:>9.1f} {r['captured_raw_us']:>9.1f} "
+            f"{r['env_residual_us']:>9.1f} {r['raw_residual_us']:>9.1f}"
         )
 
 
@@ -371,8 +584,13 @@ def main() -> None:
     parser.add_argument("--max-envs-start", type=int, default=16384)
     parser.add_argument("--max-envs-limit", type=int, default=2**23)
     parser.add_argument("--probe-timeout", type=float, default=300.0)
+    parser.add_argument("--split", action="store_true", help="env kernels vs physics (CUDA)")
     parser.add_argument("--_probe", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.split and args.max_envs:
+        parser.error("--split and --max-envs are separate modes: pass one")
+    if args.split and (torch.device(args.device).type != "cuda" or not torch.cuda.is_available()):
+        parser.error("--split needs a CUDA device: it reads warp's CUDA kernel timers")
     wp.config.quiet = True  # no per-module load lines
     if args._probe is not None:  # child of --max-envs: one task:count
         task, n = args._probe.rsplit(":", 1)
@@ -397,6 +615,13 @@ def main() -> None:
         return
     if args.quick:
         tasks, counts, steps, reps = ["cartpole-balance"], [64], 10, 3
+    if args.split:
+        rows = run_split(args, tasks, counts, steps, reps)
+        if out:
+            with open(os.path.join(out, "envs_split.json"), "w") as f:
+                json.dump({"args": vars(args), "rows": rows}, f, indent=2)
+        print_split(rows)
+        return
     rows = run_table(args, tasks, counts, steps, reps)
     if out:
         with open(os.path.join(out, "envs.json"), "w") as f:

@@ -22,7 +22,9 @@ Host placement (A/B knobs for the host-bound collection phases; both off by defa
 `unilab train` launcher leaves them): `--pin-cpus` pins rank r to the r-th contiguous 1/W share
 of the CPUs the process may use (`os.sched_setaffinity`), `--cpu-threads N` sets torch's
 intra-op threads per rank (torch's default is every core, in every rank). The JSON records each
-rank's `cpus` and `torch_threads`.
+rank's `cpus` and `torch_threads`. `--isolate-gpus` starts rank r with `CUDA_VISIBLE_DEVICES`
+set to the r-th GPU alone, so that no rank's torch, warp or NCCL creates a context on another
+rank's GPU (by default every rank sees every GPU and uses cuda:r).
 
 Measured (rank 0's host clock, the profile each rank's own; the update ends with a host sync, so
 iterations are timed whole):
@@ -408,7 +410,8 @@ def run_rank(rank: int, world: int, args, port: int, outdir: str) -> None:
     wp.config.quiet = True  # no per-module load lines
     t_launch = time.perf_counter()
     cuda = args.device == "cuda"
-    device = torch.device("cuda", rank) if cuda else torch.device("cpu")
+    gpu = 0 if args.isolate_gpus else rank  # isolated: this rank's GPU is the only one it sees
+    device = torch.device("cuda", gpu) if cuda else torch.device("cpu")
     if cuda:
         torch.cuda.set_device(device)
     else:
@@ -594,6 +597,10 @@ def run_rank(rank: int, world: int, args, port: int, outdir: str) -> None:
 
 def _worker(rank: int, world: int, args_dict: dict, port: int, outdir: str) -> None:
     args_dict = dict(args_dict, process_start=time.perf_counter())
+    if args_dict["isolate_gpus"] and args_dict["device"] == "cuda":  # before CUDA initializes
+        visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+        ids = visible.split(",") if visible else [str(i) for i in range(world)]
+        os.environ["CUDA_VISIBLE_DEVICES"] = ids[rank]
     run_rank(rank, world, argparse.Namespace(**args_dict), port, outdir)
 
 
@@ -690,6 +697,9 @@ def parse_args(argv=None):
         "--pin-cpus", action="store_true", help="pin rank r to the r-th 1/W share of the CPUs"
     )
     p.add_argument("--cpu-threads", type=int, default=None, help="torch threads per rank")
+    p.add_argument(
+        "--isolate-gpus", action="store_true", help="rank r sees only GPU r (CUDA_VISIBLE_DEVICES)"
+    )
     p.add_argument("--profile", action="store_true")
     p.add_argument("--profile-iters", type=int, default=5)
     p.add_argument("--curve", action="store_true", help="also write the return-vs-time curve")
