@@ -41,3 +41,19 @@ def test_logger_writes_table_jsonl_and_tensorboard(tmp_path):
     acc.Reload()
     scalars = acc.Scalars("episode/return")
     assert [(s.step, s.value) for s in scalars] == [(100, 5.0), (200, 6.0)]
+
+
+def test_announce_line_says_how_the_update_runs():
+    from types import SimpleNamespace
+
+    from unilab_integration._runners._base import _update_mode
+
+    def mode(status):
+        return _update_mode(SimpleNamespace(capture_status=status))
+
+    assert mode("pending") == mode("captured") == "update in CUDA graphs | "
+    assert mode("off") == "update eager | "
+    assert mode("eager: recurrent mini-batches vary in shape") == (
+        "update eager (recurrent mini-batches vary in shape) | "
+    )
+    assert _update_mode(object()) == ""  # learners without a capture status: nothing

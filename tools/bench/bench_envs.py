@@ -591,7 +591,7 @@ def main() -> None:
         parser.error("--split and --max-envs are separate modes: pass one")
     if args.split and (torch.device(args.device).type != "cuda" or not torch.cuda.is_available()):
         parser.error("--split needs a CUDA device: it reads warp's CUDA kernel timers")
-    wp.config.quiet = True  # no per-module load lines
+    wp.config.log_level = wp.LOG_WARNING  # no per-module load lines
     if args._probe is not None:  # child of --max-envs: one task:count
         task, n = args._probe.rsplit(":", 1)
         torch.set_num_threads(1)

@@ -382,10 +382,10 @@ def make_ppo_config(args):
         lam=0.95,
         max_grad_norm=1.0,
     )
-    if args.ppo_capture != "none":  # PPOConfig.capture (unilab-algos >= the captured update)
-        if "capture" not in attrs.fields_dict(PPOConfig):
-            raise ValueError("--ppo-capture: this unilab_algos has no PPOConfig.capture")
-        hp["capture"] = args.ppo_capture
+    if "capture" in attrs.fields_dict(PPOConfig):  # unilab-algos >= the captured update
+        hp["capture"] = args.ppo_capture  # explicit: PPOConfig's own default is "auto"
+    elif args.ppo_capture != "none":
+        raise ValueError("--ppo-capture: this unilab_algos has no PPOConfig.capture")
     return PPOConfig.rsl_rl(**hp) if args.preset == "rsl_rl" else PPOConfig(**hp)
 
 
@@ -407,7 +407,7 @@ def run_rank(rank: int, world: int, args, port: int, outdir: str) -> None:
     import unilab_dist as ud
     from unilab_algos import PPO
 
-    wp.config.quiet = True  # no per-module load lines
+    wp.config.log_level = wp.LOG_WARNING  # no per-module load lines
     t_launch = time.perf_counter()
     cuda = args.device == "cuda"
     gpu = 0 if args.isolate_gpus else rank  # isolated: this rank's GPU is the only one it sees
@@ -686,9 +686,9 @@ def parse_args(argv=None):
     p.add_argument("--preset", choices=("unilab", "rsl_rl"), default="unilab")
     p.add_argument(
         "--ppo-capture",
-        choices=("none", "cuda_graph"),
+        choices=("none", "auto", "cuda_graph"),
         default="none",
-        help="PPOConfig.capture: replay the mini-batch step from CUDA graphs",
+        help="PPOConfig.capture (default none: the eager update, as the recorded eager runs)",
     )
     p.add_argument("--gpus", default=None, help="GPU counts, e.g. 1,2 (default: 1,2 if 2 GPUs)")
     p.add_argument("--iterations", type=int, default=25, help="timed iterations")

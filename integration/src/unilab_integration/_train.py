@@ -127,7 +127,7 @@ def _quiet_warp() -> None:
         import warp as wp
     except ImportError:
         return
-    wp.config.quiet = True
+    wp.config.log_level = wp.LOG_WARNING
 
 
 def train(config: TrainConfig, *, resume: str | None = None) -> dict[str, Any]:

@@ -60,6 +60,21 @@ def test_cpu_falls_back_to_eager_with_a_reason():
         _cfg("graphs")
 
 
+def test_auto_is_the_default_and_falls_back_quietly():
+    assert PPOConfig().capture == "auto"
+    assert PPOConfig.rsl_rl().capture == "none"  # RSL-RL's update, bit for bit
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # "auto" must not warn where capture is impossible
+        ppo = _make(_cfg("auto"))
+        rnn = NetworkConfig(hidden=(8,), rnn_type="gru", rnn_hidden=8)
+        rec = _make(_cfg("auto", actor=rnn))
+    assert ppo.capture_status.startswith("eager: CUDA graphs need a CUDA device")
+    assert "recurrent" in rec.capture_status
+    assert _iteration(ppo, 2)["mini_batches"] == 6
+
+
 class _Recorder:
     def __init__(self):
         self.calls = 0
@@ -97,6 +112,7 @@ def test_cuda_graph_capture_matches_eager_on_gpu():
     eager = _make(_cfg(), device="cuda")
     graph = _make(_cfg("cuda_graph"), device="cuda")
     assert graph.capture_status == "pending"
+    assert _make(_cfg("auto"), device="cuda").capture_status == "pending"
     for it in range(3):
         ma, mb = _iteration(eager, it), _iteration(graph, it)
         assert mb["mini_batches"] == 6

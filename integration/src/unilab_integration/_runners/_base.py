@@ -208,7 +208,7 @@ class Runner:
             f"{w} rank(s) on {self.device.type} | envs {self.num_envs} per rank, "
             f"{self.num_envs * w} global (scope {self.config.env.scope}) | "
             f"budget {self.budget if self.budget is not None else 'unbounded'} iterations | "
-            f"run dir {self.run_dir}"
+            f"{_update_mode(self.learner)}run dir {self.run_dir}"
         )
 
     def _solved(self, metrics: dict[str, float]) -> bool:
@@ -413,3 +413,15 @@ def _map_tensors(obj: Any, fn: Any) -> Any:
 
 
 __all__ += ["CheckpointError", "iteration_budget"]
+
+
+def _update_mode(learner: Any) -> str:
+    """The announce line's update part, for learners that report a `capture_status` (PPO)."""
+    status = getattr(learner, "capture_status", None)
+    if not isinstance(status, str):
+        return ""
+    if status in ("pending", "captured"):
+        return "update in CUDA graphs | "
+    if status.startswith("eager: "):
+        return f"update eager ({status.removeprefix('eager: ')}) | "
+    return "update eager | "

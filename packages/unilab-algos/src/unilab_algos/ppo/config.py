@@ -70,7 +70,9 @@ class PPOConfig:
     graphs (forward + loss + backward; LR rule + clipping + Adam), with `grad_sync` run eagerly
     between them on the static gradients. It needs a CUDA device, `lr_on_device`, a
     feed-forward actor and critic and equal mini-batches (`remainder="drop"`); otherwise (or if
-    capture raises) the update runs eagerly and `PPO.capture_status` says why.
+    capture raises) the update runs eagerly, warns, and `PPO.capture_status` says why.
+    `"auto"` (the default) captures when those hold and runs eagerly without a warning when
+    they do not (on CPU, for recurrent networks, ...); `"none"` never captures (`rsl_rl()`).
     """
 
     actor: NetworkConfig = attrs.field(factory=NetworkConfig)
@@ -124,8 +126,8 @@ class PPOConfig:
     bootstrap_time_outs: bool = True
     rnd: RNDConfig | None = None
     lr_on_device: bool = True
-    capture: Literal["none", "cuda_graph"] = attrs.field(
-        default="none", validator=attrs.validators.in_(("none", "cuda_graph"))
+    capture: Literal["auto", "none", "cuda_graph"] = attrs.field(
+        default="auto", validator=attrs.validators.in_(("auto", "none", "cuda_graph"))
     )
 
     @lr_bounds.validator
@@ -163,6 +165,7 @@ class PPOConfig:
             remainder="drop",
             gae_rsl_rl=True,
             lr_on_device=False,
+            capture="none",
         )
         base.update(overrides)
         return cls(**base)  # type: ignore[arg-type]

@@ -174,7 +174,8 @@ class PPO:
         if not reasons:
             return "pending"
         reason = "eager: " + "; ".join(reasons)
-        warnings.warn(f"PPO capture='cuda_graph' falls back to eager ({reason})", stacklevel=3)
+        if cfg.capture == "cuda_graph":  # asked for explicitly; "auto" falls back quietly
+            warnings.warn(f"PPO capture='cuda_graph' falls back to eager ({reason})", stacklevel=3)
         return reason
 
     @property
