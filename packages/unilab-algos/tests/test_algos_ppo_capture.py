@@ -3,6 +3,8 @@ the static-buffer step logic (bitwise equal to eager on CPU), and the real captu
 
 from __future__ import annotations
 
+import warnings
+
 import pytest
 import torch
 from _ppo_helpers import obs_td, scripted_rollout, step_td
@@ -63,8 +65,6 @@ def test_cpu_falls_back_to_eager_with_a_reason():
 def test_auto_is_the_default_and_falls_back_quietly():
     assert PPOConfig().capture == "auto"
     assert PPOConfig.rsl_rl().capture == "none"  # RSL-RL's update, bit for bit
-    import warnings
-
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # "auto" must not warn where capture is impossible
         ppo = _make(_cfg("auto"))

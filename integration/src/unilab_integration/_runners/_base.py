@@ -412,9 +412,6 @@ def _map_tensors(obj: Any, fn: Any) -> Any:
     return obj
 
 
-__all__ += ["CheckpointError", "iteration_budget"]
-
-
 def _update_mode(learner: Any) -> str:
     """The announce line's update part, for learners that report a `capture_status` (PPO)."""
     status = getattr(learner, "capture_status", None)
@@ -425,3 +422,6 @@ def _update_mode(learner: Any) -> str:
     if status.startswith("eager: "):
         return f"update eager ({status.removeprefix('eager: ')}) | "
     return "update eager | "
+
+
+__all__ += ["CheckpointError", "iteration_budget"]
