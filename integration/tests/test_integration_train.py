@@ -85,6 +85,24 @@ def test_ppo_trains_logs_and_checkpoints(straight):
             assert torch.equal(value, ck["learner"][1][key][name]), name
 
 
+@pytest.mark.parametrize("sync", ["global", "local"])
+def test_curriculum_level_is_logged_per_iteration(tmp_path, sync):
+    # 5-step episodes: a random policy's return (about 4.9) clears the cart-pole curriculum's
+    # bar (0.9 x 4.5), so the level rises while the init angle stays small.
+    kwargs = json.dumps({"curriculum": True, "max_episode_steps": 5})
+    cfg = _ppo_config(
+        tmp_path, f"curriculum_{sync}", f"env.kwargs={kwargs}", f"runner.curriculum_sync={sync}"
+    )
+    run_dir = Path(train(cfg)["run_dir"])
+    levels = [r["curriculum/level"] for r in _rows(run_dir)]
+    assert levels[:2] == [0.0, 0.25]  # the level each iteration collected under (rank mean)
+    assert levels == sorted(levels) and all(x * 4 == round(x * 4) for x in levels)
+    states = load_checkpoint(run_dir)["curriculum"]
+    assert all(st["index"] >= round(levels[-1] * 4) for st in states)
+    if sync == "global":  # the same decision on every rank
+        assert states[0] == states[1]
+
+
 def test_resume_same_world_size_is_bit_for_bit(straight, tmp_path):
     run_dir, _ = straight
     cfg = _ppo_config(tmp_path, "resumed")

@@ -270,6 +270,9 @@ class Runner:
         payload = dict(local)
         for key in learner_keys:
             payload[f"learner/{key}"] = float(learner_metrics[key])
+        curriculum = self.curriculum
+        if curriculum is not None:  # the level this iteration's episodes were collected under
+            payload["curriculum/level"] = float(curriculum.level)
         with unilab_dist.accounting.phase("log"):
             summed = unilab_dist.reduce_scalars(payload, op="sum")
         global_means = means_from_sums({k: summed[k] for k in local})
@@ -277,6 +280,8 @@ class Runner:
         metrics = dict(global_means)
         for key in learner_keys:
             metrics[_learner_key(key)] = summed[f"learner/{key}"] / w
+        if curriculum is not None:  # mean over ranks (they differ only with curriculum_sync=local)
+            metrics["curriculum/level"] = summed["curriculum/level"] / w
         self._sync_curriculum(global_means, means_from_sums(local))
         return metrics
 
