@@ -3,7 +3,7 @@
     python3 tools/bench/bench_envs.py [--quick] [--tasks cartpole-balance,quadruped-velocity]
         [--num-envs 1024,4096,16384] [--steps 200] [--reps 5] [--actions zero|random]
     python3 tools/bench/bench_envs.py --max-envs [--tasks ...] [--max-envs-start 16384]
-        [--max-envs-limit 8388608] [--probe-timeout 300]
+        [--max-envs-limit 8388608] [--max-envs-refine 2] [--probe-timeout 300]
     python3 tools/bench/bench_envs.py --split [--tasks ...] [--num-envs ...] [--steps 100]
         [--reps 3] [--actions zero|random]
 
@@ -25,9 +25,10 @@ after a warm-up; clocks read after synchronizing the device.
 
 `--max-envs`: instead of the ratio table, for each task double the env count from
 `--max-envs-start` until a count fails (CUDA out of memory / warp allocation error / timeout),
-each count in its own subprocess (a failed allocation cannot poison the next); reports the
-largest count that worked, its device memory (`VecEnv.memory_bytes` and the process's used GPU
-memory) and its env steps/s. Off by default.
+each count in its own subprocess (a failed allocation cannot poison the next), then bisect
+`--max-envs-refine` (2) more times between the largest count that worked and the smallest that
+failed; reports the largest count that worked, its device memory (`VecEnv.memory_bytes` and the
+process's used GPU memory) and its env steps/s, and the smallest failure. Off by default.
 
 `--split` (CUDA only): where the env loses throughput to the same-state raw loop. Per task and
 count, after the warm-up and the captured same-state pair above (env and raw time per control
@@ -506,55 +507,73 @@ def _failure_kind(text: str) -> str:
     return "error"
 
 
+def _probe_count(args, task: str, n: int, steps: int) -> tuple[dict | None, dict | None]:
+    """One count in a fresh subprocess -> (result, None) if it ran, else (None, failure)."""
+    cmd = [sys.executable, os.path.abspath(__file__), "--_probe", f"{task}:{n}"]
+    cmd += ["--device", args.device, "--steps", str(steps)]
+    t0 = time.perf_counter()
+    try:
+        proc = subprocess.run(
+            cmd, capture_output=True, text=True, timeout=args.probe_timeout, check=False
+        )
+    except subprocess.TimeoutExpired:
+        return None, {"num_envs": n, "kind": "timeout", "tail": f"> {args.probe_timeout} s"}
+    lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("PROBE ")]
+    if proc.returncode != 0 or not lines:
+        tail = (proc.stdout + proc.stderr)[-2000:]
+        return None, {"num_envs": n, "kind": _failure_kind(tail), "tail": tail}
+    res = json.loads(lines[-1][len("PROBE ") :])
+    if not res["finite_obs"]:  # ran, but the physics broke (e.g. an index overflow)
+        return None, {"num_envs": n, "kind": "non-finite observations", "tail": ""}
+    res["probe_wall_s"] = time.perf_counter() - t0
+    used = res.get("gpu_used_bytes", res["memory_bytes"]["total"])
+    print(
+        f"{task} {n}: ok, {res['env_steps_per_s']:.0f} env steps/s, "
+        f"{used / 2**30:.2f} GiB used, {res['probe_wall_s']:.0f} s",
+        flush=True,
+    )
+    return res, None
+
+
 def run_max_envs(args, tasks: list[str], start: int, limit: int, steps: int) -> list[dict]:
+    """Per task: double from `start` until a count fails, then bisect `--max-envs-refine`
+    times between the largest count that ran and the smallest that failed."""
     results = []
     for task in tasks:
         ok: list[dict] = []
         failure = None
         n = start
         while n <= limit:
-            cmd = [sys.executable, os.path.abspath(__file__), "--_probe", f"{task}:{n}"]
-            cmd += ["--device", args.device, "--steps", str(steps)]
-            t0 = time.perf_counter()
-            try:
-                proc = subprocess.run(
-                    cmd, capture_output=True, text=True, timeout=args.probe_timeout, check=False
-                )
-            except subprocess.TimeoutExpired:
-                failure = {"num_envs": n, "kind": "timeout", "tail": f"> {args.probe_timeout} s"}
+            res, failure = _probe_count(args, task, n, steps)
+            if res is None:
                 break
-            lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("PROBE ")]
-            if proc.returncode != 0 or not lines:
-                tail = (proc.stdout + proc.stderr)[-2000:]
-                failure = {"num_envs": n, "kind": _failure_kind(tail), "tail": tail}
-                break
-            res = json.loads(lines[-1][len("PROBE ") :])
-            if not res["finite_obs"]:  # ran, but the physics broke (e.g. an index overflow)
-                failure = {"num_envs": n, "kind": "non-finite observations", "tail": ""}
-                break
-            res["probe_wall_s"] = time.perf_counter() - t0
             ok.append(res)
-            used = res.get("gpu_used_bytes", res["memory_bytes"]["total"])
-            print(
-                f"{task} {n}: ok, {res['env_steps_per_s']:.0f} env steps/s, "
-                f"{used / 2**30:.2f} GiB used, {res['probe_wall_s']:.0f} s",
-                flush=True,
-            )
             n *= 2
         if failure is None:
             failure = {"num_envs": n, "kind": "not tried (--max-envs-limit)", "tail": ""}
         else:
             print(f"{task} {failure['num_envs']}: {failure['kind']}", flush=True)
-        results.append(
-            {"task": task, "largest": ok[-1] if ok else None, "ok": ok, "failure": failure}
-        )
+            low = ok[-1]["num_envs"] if ok else 0
+            for _ in range(args.max_envs_refine if ok else 0):
+                mid = (low + failure["num_envs"]) // 2
+                if mid <= low:
+                    break
+                res, fail = _probe_count(args, task, mid, steps)
+                if res is None:
+                    failure = fail
+                    print(f"{task} {mid}: {fail['kind']}", flush=True)
+                else:
+                    ok.append(res)
+                    low = mid
+        largest = max(ok, key=lambda r: r["num_envs"]) if ok else None
+        results.append({"task": task, "largest": largest, "ok": ok, "failure": failure})
     return results
 
 
 def print_max(results: list[dict]) -> None:
     print(
         f"{'task':<20} {'largest envs':>12} {'env steps/s':>12} {'GPU used GiB':>12} "
-        f"{'env GiB':>8} {'B/env':>7}  first failure"
+        f"{'env GiB':>8} {'B/env':>7}  smallest failure"
     )
     for r in results:
         big, fail = r["largest"], r["failure"]
@@ -582,6 +601,9 @@ def main() -> None:
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     parser.add_argument("--max-envs", action="store_true", help="find the largest env count")
     parser.add_argument("--max-envs-start", type=int, default=16384)
+    parser.add_argument(
+        "--max-envs-refine", type=int, default=2, help="bisection probes after the first failure"
+    )
     parser.add_argument("--max-envs-limit", type=int, default=2**23)
     parser.add_argument("--probe-timeout", type=float, default=300.0)
     parser.add_argument("--split", action="store_true", help="env kernels vs physics (CUDA)")
