@@ -26,12 +26,14 @@ def _pair(**cfg):
 @pytest.mark.parametrize("distributional", [True, False])
 def test_fastsac_captured_matches_eager(distributional):
     eager, captured = _pair(distributional=distributional, max_grad_norm=1.0)
+    assert (eager.capture_status, captured.capture_status) == ("off", "pending")
     gen = torch.Generator().manual_seed(1)
     for _ in range(8):
         batch = random_batch(4, 32, gen, device="cuda")
         m_e = eager.update_from_batch(batch)
         m_c = captured.update_from_batch(batch)
     assert eager._graphs is None and captured._graphs is not None
+    assert captured.capture_status == "captured"
     assert captured.critic_updates == eager.critic_updates == 32
     assert captured.actor_updates == eager.actor_updates == 16
     for k in ("critic_loss", "actor_loss", "alpha_loss"):

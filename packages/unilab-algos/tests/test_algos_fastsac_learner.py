@@ -85,6 +85,12 @@ def test_act_range_and_policy_module():
     torch.testing.assert_close(learner.act(obs["obs"], deterministic=True), det)
 
 
+def test_capture_status_on_cpu():
+    assert FastSAC(OBS, ACT, small_config(capture=False), num_envs=4).capture_status == "off"
+    on = FastSAC(OBS, ACT, small_config(capture=True), num_envs=4)
+    assert on.capture_status == "eager: CUDA graphs need a CUDA device, got cpu"
+
+
 def test_update_waits_for_learning_starts():
     learner = _filled(steps=2, learning_starts=3)
     assert learner.update() == {"updates": 0.0, "collectives": 0.0}

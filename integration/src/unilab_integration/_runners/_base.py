@@ -418,7 +418,7 @@ def _map_tensors(obj: Any, fn: Any) -> Any:
 
 
 def _update_mode(learner: Any) -> str:
-    """The announce line's update part, for learners that report a `capture_status` (PPO)."""
+    """The announce line's update part, for learners that report a `capture_status`."""
     status = getattr(learner, "capture_status", None)
     if not isinstance(status, str):
         return ""

@@ -384,6 +384,16 @@ class FastSAC:
     def _use_graphs(self) -> bool:
         return self.config.capture and self.device.type == "cuda"
 
+    @property
+    def capture_status(self) -> str:
+        """As PPO's: "off", "pending" (eager warm-up updates first), "captured", or
+        "eager: <reason>" (`capture=True` on a device without CUDA graphs)."""
+        if not self.config.capture:
+            return "off"
+        if not self._use_graphs():
+            return f"eager: CUDA graphs need a CUDA device, got {self.device}"
+        return "captured" if self._graphs is not None else "pending"
+
     def _step(
         self,
         b: dict[str, torch.Tensor],
