@@ -54,6 +54,25 @@ def test_episode_stats_count_weighted():
     assert math.isnan(means_from_sums(stats.local_sums())["episode/return"])
 
 
+def test_episode_stats_exact_for_integer_columns():
+    # a length column of int64 beyond float32's exact range, next to float32 columns
+    big = 2**25 + 1
+    step = TensorDict(
+        {
+            "done": torch.tensor([True, True]),
+            "episode": {
+                "return": torch.tensor([1.5, 2.25]),
+                "length": torch.tensor([big, 3], dtype=torch.int64),
+            },
+        },
+        batch_size=[2],
+    )
+    stats = EpisodeStats(torch.device("cpu"))
+    stats.add(step)
+    sums = stats.local_sums()
+    assert sums["episode/length_sum"] == big + 3 and sums["episode/return_sum"] == 3.75
+
+
 def test_observation_guard_names_group_and_step():
     guard = ObservationGuard(["policy", "critic"], torch.device("cpu"))
     ok = TensorDict({"policy": torch.zeros(2, 3), "critic": torch.zeros(2, 4)}, batch_size=[2])

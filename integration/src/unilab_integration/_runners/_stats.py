@@ -39,7 +39,11 @@ class EpisodeStats:
             return
         done = step["done"].reshape(-1).to(torch.float64)
         episode = step["episode"]
-        values = torch.stack([episode[n].reshape(-1).to(torch.float64) for n in self._names])
+        cols = [episode[n].reshape(-1) for n in self._names]
+        if len({c.dtype for c in cols}) == 1:  # the usual case: one stack, one cast
+            values = torch.stack(cols).to(torch.float64)
+        else:  # mixed dtypes: cast each (exact for any integer column)
+            values = torch.stack([c.to(torch.float64) for c in cols])
         self._sums += values @ done
         self._count += done.sum()
 
