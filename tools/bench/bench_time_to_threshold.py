@@ -28,8 +28,9 @@ its `perf/iteration_s`; what plot_curves.py plots); `train_s` the sum of `perf/i
 
 Output: prints a short table last; with $OUT set writes `$OUT/ttt_<name>.json` ({"args",
 "config", "threshold", "result", "curves": {label: {"points": [{iteration, wall_s, time_s,
-train_s, env_steps, mean_return, mean_length, episodes, steps_per_s}]}}}) and copies the run's
-`metrics.jsonl` and `config.json` to `$OUT/ttt_<name>/`.
+train_s, env_steps, mean_return, mean_length, episodes, steps_per_s, curriculum_level, terms:
+{term: episode sum}}]}}}) and copies the run's `metrics.jsonl` and `config.json` to
+`$OUT/ttt_<name>/`.
 
 Defaults: humanoid-velocity + fastsac on GPU 0 (or one CPU worker without CUDA). The PPO
 quadruped run: `--task quadruped-velocity --algo ppo`. `--quick`: cartpole-balance + ppo on 2
@@ -123,6 +124,11 @@ def _point(line: dict, wall_s: float) -> dict:
         "mean_length": num("episode/length"),
         "episodes": num("episode/count"),
         "steps_per_s": num("perf/steps_per_s"),
+        "curriculum_level": num("curriculum/level"),  # None for tasks without a curriculum
+        # per-term episode sums: where a plateau's return goes (metrics.jsonl may not come back)
+        "terms": {
+            k.removeprefix("episode_term/"): num(k) for k in line if k.startswith("episode_term/")
+        },
     }
 
 
