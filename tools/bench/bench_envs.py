@@ -150,6 +150,14 @@ def copy_data(dst, src) -> int:
     return count
 
 
+def _reload_twin(env, twin, dev) -> None:
+    """Copy the env's current MJWarp data (state, ctrl of its last step) into `twin`, synced."""
+    _sync(env.device)
+    with wp.ScopedDevice(dev):
+        copy_data(twin, env.ctx.data)
+        wp.synchronize_device(dev)
+
+
 class RawLoop:
     """`physics_steps` x `mujoco_warp.step(model, data)`, captured in one CUDA graph on GPU."""
 
@@ -207,10 +215,7 @@ def bench_same_state(env, actions: Actions, steps: int, reps: int) -> dict:
     raw = RawLoop(env.ctx.model, twin, steps * spec.decimation, dev)
     env_t, raw_t = [], []
     for _ in range(reps):
-        _sync(env.device)
-        with wp.ScopedDevice(dev):
-            copy_data(twin, env.ctx.data)  # the env's state and the ctrl of its last step
-            wp.synchronize_device(dev)
+        _reload_twin(env, twin, dev)
         env_t.append(_time_env(env, actions, steps))
         raw_t.append(raw.time())
     env_sps = n * steps / statistics.median(env_t)
@@ -379,10 +384,7 @@ def bench_kernels(env, actions: Actions, steps: int, reps: int) -> tuple[list, l
     env_records: list = []
     raw_records: list = []
     for _ in range(reps):
-        _sync(env.device)
-        with wp.ScopedDevice(dev):
-            copy_data(twin, env.ctx.data)
-            wp.synchronize_device(dev)
+        _reload_twin(env, twin, dev)
         env_records += _timed_kernels(env_loop)
         raw_records += _timed_kernels(raw_loop)
     return env_records, raw_records
