@@ -54,7 +54,8 @@ def _finite_learner_metrics(rows: list[dict]) -> None:
 def test_default_update_is_captured_and_resumes(tmp_path, algo):
     first = train(_config(tmp_path, f"{algo}_a", algo, "0", 4))
     run_dir = Path(first["run_dir"])
-    assert "update in CUDA graphs" in _announce(run_dir)
+    expected = "update and rollout in CUDA graphs" if algo == "ppo" else "update in CUDA graphs"
+    assert expected in _announce(run_dir)
     _finite_learner_metrics(_rows(run_dir))
     resumed = train(_config(tmp_path, f"{algo}_b", algo, "0", 7), resume=str(run_dir))
     rows = _rows(Path(resumed["run_dir"]))
@@ -68,7 +69,7 @@ def test_two_gpus_keep_identical_replicas(tmp_path):
     result = train(_config(tmp_path, "ppo_2gpu", "ppo", "0,1", 4))
     run_dir = Path(result["run_dir"])
     assert result["world_size"] == 2
-    assert "update in CUDA graphs" in _announce(run_dir)
+    assert "update and rollout in CUDA graphs" in _announce(run_dir)
     ck = load_checkpoint(run_dir)
     for key in ("actor", "critic"):
         for name, value in ck["learner"][0][key].items():

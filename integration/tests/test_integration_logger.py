@@ -57,3 +57,11 @@ def test_announce_line_says_how_the_update_runs():
         "update eager (recurrent mini-batches vary in shape) | "
     )
     assert _update_mode(object()) == ""  # learners without a capture status: nothing
+
+    def both(update, rollout):
+        return _update_mode(SimpleNamespace(capture_status=update, rollout_capture_status=rollout))
+
+    assert both("captured", "pending") == "update and rollout in CUDA graphs | "
+    cpu = "eager: CUDA graphs need a CUDA device, got cpu"
+    assert both(cpu, cpu) == "update and rollout eager (CUDA graphs need a CUDA device, got cpu) | "
+    assert both("captured", "off") == "update in CUDA graphs | rollout eager | "

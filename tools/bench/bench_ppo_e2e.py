@@ -386,6 +386,10 @@ def make_ppo_config(args):
         hp["capture"] = args.ppo_capture  # explicit: PPOConfig's own default is "auto"
     elif args.ppo_capture != "none":
         raise ValueError("--ppo-capture: this unilab_algos has no PPOConfig.capture")
+    if "capture_rollout" in attrs.fields_dict(PPOConfig):  # unilab-algos >= the captured rollout
+        hp["capture_rollout"] = args.capture_rollout
+    elif args.capture_rollout and args.ppo_capture != "none":
+        raise ValueError("--capture-rollout: this unilab_algos has no PPOConfig.capture_rollout")
     return PPOConfig.rsl_rl(**hp) if args.preset == "rsl_rl" else PPOConfig(**hp)
 
 
@@ -585,6 +589,7 @@ def run_rank(rank: int, world: int, args, port: int, outdir: str) -> None:
         "torch_threads": torch.get_num_threads(),
         "cuda_graph": env.uses_cuda_graph,
         "ppo_capture_status": getattr(ppo, "capture_status", None),
+        "ppo_rollout_capture_status": getattr(ppo, "rollout_capture_status", None),
         "memory_bytes_per_env": env.memory_bytes()["per_env"],
         "max_memory_allocated": torch.cuda.max_memory_allocated(device) if cuda else None,
     }
@@ -690,6 +695,13 @@ def parse_args(argv=None):
         default="none",
         help="PPOConfig.capture (default none: the eager update, as the recorded eager runs)",
     )
+    p.add_argument(
+        "--capture-rollout",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="PPOConfig.capture_rollout: act/process_env_step in CUDA graphs when --ppo-capture "
+        "is not none (the recorded runs before the captured rollout had none)",
+    )
     p.add_argument("--gpus", default=None, help="GPU counts, e.g. 1,2 (default: 1,2 if 2 GPUs)")
     p.add_argument("--iterations", type=int, default=25, help="timed iterations")
     p.add_argument("--warmup", type=int, default=3)
@@ -739,7 +751,9 @@ def print_table(results: list[dict], args) -> None:
         f"\nPPO end to end: {results[0]['ranks'][0]['task']}, {args.num_envs} envs/GPU x "
         f"{args.steps} steps, {'-'.join(map(str, args.hidden))} ELU, {args.epochs}x"
         f"{args.mini_batches}, preset {args.preset}, PPO capture "
-        f"{results[0]['ranks'][0]['ppo_capture_status']}, device {results[0]['ranks'][0]['device_name']}"
+        f"{results[0]['ranks'][0]['ppo_capture_status']}, rollout capture "
+        f"{results[0]['ranks'][0].get('ppo_rollout_capture_status')}, "
+        f"device {results[0]['ranks'][0]['device_name']}"
     )
     print(f"{'GPUs':>4} {'env-steps/s':>12} {'window':>12} {'s/iter':>8} {'weak eff.':>9}")
     for r in results:

@@ -418,15 +418,22 @@ def _map_tensors(obj: Any, fn: Any) -> Any:
 
 
 def _update_mode(learner: Any) -> str:
-    """The announce line's update part, for learners that report a `capture_status`."""
-    status = getattr(learner, "capture_status", None)
-    if not isinstance(status, str):
-        return ""
-    if status in ("pending", "captured"):
-        return "update in CUDA graphs | "
-    if status.startswith("eager: "):
-        return f"update eager ({status.removeprefix('eager: ')}) | "
-    return "update eager | "
+    """The announce line's part on CUDA graphs, for learners that report a `capture_status`
+    (the update) and possibly a `rollout_capture_status` (PPO's collection)."""
+    parts: list[tuple[str, str]] = []
+    for label, attr in (("update", "capture_status"), ("rollout", "rollout_capture_status")):
+        status = getattr(learner, attr, None)
+        if not isinstance(status, str):
+            continue
+        if status in ("pending", "captured"):
+            parts.append((label, "in CUDA graphs"))
+        elif status.startswith("eager: "):
+            parts.append((label, f"eager ({status.removeprefix('eager: ')})"))
+        else:
+            parts.append((label, "eager"))
+    if len(parts) == 2 and parts[0][1] == parts[1][1]:  # one reason for both: say it once
+        return f"update and rollout {parts[0][1]} | "
+    return "".join(f"{label} {mode} | " for label, mode in parts)
 
 
 __all__ += ["CheckpointError", "iteration_budget"]

@@ -73,6 +73,12 @@ class PPOConfig:
     capture raises) the update runs eagerly, warns, and `PPO.capture_status` says why.
     `"auto"` (the default) captures when those hold and runs eagerly without a warning when
     they do not (on CPU, for recurrent networks, ...); `"none"` never captures (`rsl_rl()`).
+    With `capture` not "none" and `capture_rollout=True` (the default), collection is captured
+    too: `act` and `process_env_step` replay three graphs from static buffers, the normalizers'
+    collective eager between them (CUDA, feed-forward, no RND, normalizers without `until`;
+    otherwise eager, quietly; `PPO.rollout_capture_status` says which and why). The same
+    computations as the eager path; actions are sampled in the graph from torch's graph-safe
+    CUDA generator (same seed, so a run stays reproducible).
     """
 
     actor: NetworkConfig = attrs.field(factory=NetworkConfig)
@@ -129,6 +135,7 @@ class PPOConfig:
     capture: Literal["auto", "none", "cuda_graph"] = attrs.field(
         default="auto", validator=attrs.validators.in_(("auto", "none", "cuda_graph"))
     )
+    capture_rollout: bool = True
 
     @lr_bounds.validator
     def _check_bounds(self, _attr: attrs.Attribute, value: tuple[float, float]) -> None:

@@ -37,6 +37,7 @@ from unilab_storage import (
 from ..common.models import GaussianActor, ValueCritic
 from ..common.normalizer import ReduceSum, update_normalizers
 from ._capture import CapturedStep
+from ._rollout import CapturedRollout
 from .config import PPOConfig
 from .loss import gaussian_kl, ppo_loss
 from .networks import RND, ExportPolicy, ExportRecurrentPolicy, build_actor, build_critic, td_module
@@ -79,7 +80,8 @@ class PPO:
     `compute_returns`: `advantages`, `returns`.
 
     Attributes: `learning_rate` (float property; on the device-LR path reading it syncs),
-    `capture_status` ("off", "pending", "captured" or "eager: <reason>", see `PPOConfig`).
+    `capture_status` ("off", "pending", "captured" or "eager: <reason>", see `PPOConfig`) of
+    the update, and `rollout_capture_status` (same values) of `act` / `process_env_step`.
     """
 
     def __init__(
@@ -155,6 +157,11 @@ class PPO:
         self._acc = torch.zeros(5, dtype=torch.float64, device=self.device)
         self._adv_collectives = 0
         self._graphs: CapturedStep | None = None
+        self.rollout_capture_status = self._rollout_check()
+        self._rollout = (
+            CapturedRollout(self) if self.rollout_capture_status == "pending" else None
+        )
+        self._pending_graphed = False
 
     # ------------------------------------------------------------------ setup
     def _capture_check(self) -> str:
@@ -177,6 +184,23 @@ class PPO:
         if cfg.capture == "cuda_graph":  # asked for explicitly; "auto" falls back quietly
             warnings.warn(f"PPO capture='cuda_graph' falls back to eager ({reason})", stacklevel=3)
         return reason
+
+    def _rollout_check(self) -> str:
+        """Rollout capture status: off, pending or "eager: <reason>" (see `_rollout.py`)."""
+        cfg = self.cfg
+        if cfg.capture == "none" or not cfg.capture_rollout:
+            return "off"
+        reasons = []
+        if self.device.type != "cuda":
+            reasons.append(f"CUDA graphs need a CUDA device, got {self.device}")
+        if cfg.recurrent:
+            reasons.append("recurrent networks carry hidden state")
+        if cfg.rnd is not None:
+            reasons.append("RND's intrinsic reward")
+        norms = (self.actor.obs_normalizer, self.critic.obs_normalizer)
+        if any(getattr(n, "until", None) is not None for n in norms):
+            reasons.append("a normalizer with `until` checks its count on the host")
+        return "eager: " + "; ".join(reasons) if reasons else "pending"
 
     @property
     def learning_rate(self) -> float:
@@ -236,6 +260,11 @@ class PPO:
         """Sample actions [N, A] for `obs` (`("obs", g)` [N, D_g]) and stage the transition."""
         if self.storage is None:
             raise RuntimeError("PPO.act: call init_storage(num_envs, num_steps) first")
+        self._pending_graphed = False
+        if self._rollout is not None and self._rollout.accepts(obs):
+            self._pending = self._rollout.act(obs)
+            self._pending_graphed = True
+            return self._pending["actions"].clone()
         n = self.storage.num_envs
         step = TensorDict({}, batch_size=[n], device=self.device)
         for name, net in (("actor", self.actor), ("critic", self.critic)):
@@ -266,6 +295,11 @@ class PPO:
         reward, store the transition and reset the recurrent state of done envs."""
         if self._pending is None:
             raise RuntimeError("PPO.process_env_step: call act() before each env step")
+        if self._pending_graphed:  # feed-forward: no recurrent state to reset
+            self._rollout.process(step)
+            self._pending = None
+            self._pending_graphed = False
+            return
         obs = step["obs"]
         cfg = self.cfg
         batches = [
