@@ -135,7 +135,9 @@ def test_changed_step_keys_are_a_clear_error():
 @pytest.mark.gpu
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 def test_captured_rollout_matches_eager_on_gpu():
-    eager = _make(_cfg(capture="auto", capture_rollout=False), device="cuda", reduce_sum=DoubleSum())
+    eager = _make(
+        _cfg(capture="auto", capture_rollout=False), device="cuda", reduce_sum=DoubleSum()
+    )
     graph = _make(_cfg(capture="auto"), device="cuda", reduce_sum=DoubleSum())
     assert (eager.rollout_capture_status, graph.rollout_capture_status) == ("off", "pending")
     assert T > WARMUP  # the first rollout captures

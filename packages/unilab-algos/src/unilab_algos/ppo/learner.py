@@ -158,9 +158,7 @@ class PPO:
         self._adv_collectives = 0
         self._graphs: CapturedStep | None = None
         self.rollout_capture_status = self._rollout_check()
-        self._rollout = (
-            CapturedRollout(self) if self.rollout_capture_status == "pending" else None
-        )
+        self._rollout = CapturedRollout(self) if self.rollout_capture_status == "pending" else None
         self._pending_graphed = False
 
     # ------------------------------------------------------------------ setup
