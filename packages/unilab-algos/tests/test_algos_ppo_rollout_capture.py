@@ -161,13 +161,14 @@ def test_captured_rollout_matches_eager_on_gpu():
     for it in range(1, 3):  # trains on: finite, still captured
         m = graph.update() if it == 1 else _rollout(graph, it)
         assert all(torch.isfinite(torch.tensor(v)) for v in m.values() if isinstance(v, float))
-    if True:  # a loaded state reaches the graph (parameters and statistics copied in place)
-        _rollout(eager, 5)
-        graph.load_state_dict(eager.state_dict())
-        obs = {k: v.cuda() for k, v in scripted_rollout(N, T, DIMS, 7)[0].items()}
-        with torch.no_grad():
-            graph.act(obs_td(obs, 0))
-            mean_g = graph._pending["mean"].clone()
-            eager.act(obs_td(obs, 0))
-        torch.testing.assert_close(mean_g, eager._pending["mean"], rtol=1e-5, atol=1e-6)
-        assert graph.rollout_capture_status == "captured"
+    # a loaded state reaches the graph (parameters and statistics are copied in place)
+    eager.update()
+    _rollout(eager, 5)
+    graph.load_state_dict(eager.state_dict())
+    obs = {k: v.cuda() for k, v in scripted_rollout(N, T, DIMS, 7)[0].items()}
+    with torch.no_grad():
+        graph.act(obs_td(obs, 0))
+        mean_g = graph._pending["mean"].clone()
+        eager.act(obs_td(obs, 0))
+    torch.testing.assert_close(mean_g, eager._pending["mean"], rtol=1e-5, atol=1e-6)
+    assert graph.rollout_capture_status == "captured"

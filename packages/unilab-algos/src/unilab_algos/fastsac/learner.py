@@ -474,7 +474,8 @@ class FastSAC:
         self.env_steps = int(counters["env_steps"])
         self.critic_updates = int(counters["critic_updates"])
         self.actor_updates = int(counters["actor_updates"])
-        self.generator.set_state(state["generator"])
+        # a CPU ByteTensor, also for a CUDA generator (a checkpoint moved to the device is not)
+        self.generator.set_state(state["generator"].cpu())
         if "replay" in state:
             self.replay.load_state_dict(state["replay"])
         self._graphs = None

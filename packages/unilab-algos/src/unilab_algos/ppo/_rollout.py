@@ -103,7 +103,7 @@ class CapturedRollout:
             return False
         for g in ppo._obs_groups:
             x = obs.get(("obs", g), None)
-            if x is None or x.device != ppo.device:
+            if x is None:
                 return False
             ref = self.obs_in.get(g)
             if ref is None:
@@ -123,12 +123,15 @@ class CapturedRollout:
         ppo.critic_td(td)
         mean = td["mean"]
         dist = ppo.actor.distribution(mean)
-        actions = dist.sample()
+        std = dist.stddev
+        # dist.sample() is torch.normal(mean, std), which checks std >= 0 on the host (not
+        # capturable); the same draw and arithmetic without the check:
+        actions = torch.randn_like(mean).mul_(std).add_(mean)
         return {
             "actions": actions,
             "log_prob": dist.log_prob(actions).sum(dim=-1),
             "mean": mean,
-            "std": dist.stddev,
+            "std": std,
             "values": td["values"],
         }
 
@@ -247,4 +250,11 @@ class CapturedRollout:
             for other in (self.act_fn, self.moments_fn, self.merge_fn):
                 other.capture = False
                 other.graph = None
-            return fn()  # finish this step eagerly from the static buffers
+            try:
+                return fn()  # finish this step eagerly from the static buffers
+            except Exception as again:
+                raise RuntimeError(
+                    f"PPO rollout capture failed ({type(err).__name__}: {err}) and the eager "
+                    f"step after it failed too ({type(again).__name__}: {again}); train with "
+                    "PPOConfig.capture_rollout=False"
+                ) from err
