@@ -261,7 +261,7 @@ def plot_efficiency(plt, eff, path: str) -> bool:
 def plot_profile(plt, profiles, path: str) -> bool:
     if not profiles:
         return False
-    fig, ax = plt.subplots(figsize=(9, 1.8 + 0.6 * len(profiles)))
+    fig, ax = plt.subplots(figsize=(10, 1.8 + 0.5 * len(profiles)))
     labels = [f"{n}, {g} GPU" for n, g, _ in profiles]
     left = [0.0] * len(profiles)
     for phase in PHASES:
@@ -270,7 +270,7 @@ def plot_profile(plt, profiles, path: str) -> bool:
         left = [a + b for a, b in zip(left, widths, strict=True)]
     ax.set_xlabel("ms per iteration (synchronized between phases)")
     ax.set_title("UniLab PPO iteration by phase (rank 0)")
-    ax.legend(fontsize=8, ncol=len(PHASES), loc="upper center", bbox_to_anchor=(0.5, -0.45))
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))  # beside the bars
     return _save(plt, fig, path)
 
 
