@@ -8,7 +8,7 @@ import torch
 from _ppo_helpers import DoubleSum, obs_td, scripted_rollout, step_td
 
 from unilab_algos import PPO, NetworkConfig, PPOConfig, RNDConfig
-from unilab_algos.ppo._rollout import WARMUP, CapturedRollout
+from unilab_algos.ppo._rollout import WARMUP, CapturedRollout, _Graphed
 
 N, T, A = 8, 6, 2
 DIMS = {"policy": 3, "critic": 4}
@@ -130,6 +130,28 @@ def test_changed_step_keys_are_a_clear_error():
         del step["truncated"]
         with pytest.raises(RuntimeError, match="'truncated' came or went"):
             ppo.process_env_step(step)
+
+
+def test_a_failed_capture_finishes_the_step_eagerly_and_stays_eager(monkeypatch):
+    """Capture raising (simulated on CPU: warm-up calls run plainly, the capture raises)."""
+    monkeypatch.setattr(torch.cuda, "graph_pool_handle", lambda: None)
+    monkeypatch.setattr(_Graphed, "_warmup", lambda self: self.fn())
+
+    def refuse(self):
+        raise RuntimeError("no graphs here")
+
+    monkeypatch.setattr(_Graphed, "_capture", refuse)
+    eager = _make(_cfg(), reduce_sum=DoubleSum())
+    static = _make(_cfg(), reduce_sum=DoubleSum())
+    static._rollout = CapturedRollout(static, capture=True)
+    static.rollout_capture_status = "pending"
+    with pytest.warns(UserWarning, match="rollout CUDA-graph eager: capture failed"):
+        _rollout(static, 0, update=False)
+    _rollout(eager, 0, update=False)
+    assert static.rollout_capture_status == ("eager: capture failed (RuntimeError: no graphs here)")
+    assert static._rollout.failed and not static._pending_graphed  # the last steps were eager
+    for key in eager.storage.data.keys(True, True):
+        assert torch.equal(eager.storage.data[key], static.storage.data[key]), key
 
 
 @pytest.mark.gpu

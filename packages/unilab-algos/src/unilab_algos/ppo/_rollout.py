@@ -60,19 +60,25 @@ class _Graphed:
             return self.fn()
         if self.calls < WARMUP:
             self.calls += 1
-            cur = torch.cuda.current_stream(self.device)
-            side = torch.cuda.Stream(self.device)
-            side.wait_stream(cur)
-            with torch.cuda.stream(side):
-                out = self.fn()
-            cur.wait_stream(side)
-            return out
+            return self._warmup()
+        self.graph, self.out = self._capture()
+        self.graph.replay()  # capturing records the kernels; this runs them
+        return self.out
+
+    def _warmup(self) -> Any:
+        cur = torch.cuda.current_stream(self.device)
+        side = torch.cuda.Stream(self.device)
+        side.wait_stream(cur)
+        with torch.cuda.stream(side):
+            out = self.fn()
+        cur.wait_stream(side)
+        return out
+
+    def _capture(self) -> tuple[Any, Any]:
         graph = torch.cuda.CUDAGraph()
         with torch.cuda.graph(graph, pool=self.pool):
             out = self.fn()
-        self.graph, self.out = graph, out
-        graph.replay()  # capturing records the kernels; this runs them
-        return out
+        return graph, out
 
 
 class CapturedRollout:
