@@ -63,6 +63,7 @@ def collect(docs: list[tuple[str, dict]], marks: dict | None = None, learner: li
     profiles: list[tuple[str, int, dict]] = []
     marks = {} if marks is None else marks
     e2e_names: set[str] = set()
+    mjlab_names: set[str] = set()
     for fname, doc in docs:
         if doc.get("kind") == "time_to_threshold":  # bench_time_to_threshold
             a = doc["args"]
@@ -125,8 +126,12 @@ def collect(docs: list[tuple[str, dict]], marks: dict | None = None, learner: li
                 mode = "captured" if r.get("capture") else "eager"
                 learner.append((f"FastSAC learner {precision} {mode}", gpus, r["updates_per_s"]))
         elif "runs" in doc and "task" in doc:  # bench_mjlab
+            series = "MJLab + RSL-RL"
+            if series in mjlab_names:  # a rerun (another lease): label it by its file
+                series = f"MJLab + RSL-RL ({fname.removesuffix('.json')})"
+            mjlab_names.add(series)
             for r in doc["runs"]:
-                label = f"MJLab, {r['gpus']} GPU, {r['num_envs']} envs"
+                label = f"{series.replace(' + RSL-RL', '')}, {r['gpus']} GPU, {r['num_envs']} envs"
                 its = [it for it in r["iterations"] if it.get("wall_s") is not None]
                 # wall_s counts from launch; start the clock at the first iteration's start
                 t0 = its[0]["wall_s"] - its[0].get("iteration_s", 0.0) if its else 0.0
@@ -138,7 +143,7 @@ def collect(docs: list[tuple[str, dict]], marks: dict | None = None, learner: li
                 curves.setdefault("MJLab + RSL-RL", {})[label] = pts
                 sps = r.get("median_steps_per_s_after_warmup") or r.get("median_steps_per_s")
                 if sps and r["num_envs"] == 4096:
-                    scaling.append(("MJLab + RSL-RL", r["gpus"], sps))
+                    scaling.append((series, r["gpus"], sps))
         else:
             print(f"plot_curves: skipping {fname} (not a benchmark result this script knows)")
     return curves, scaling, profiles
@@ -244,8 +249,10 @@ def plot_efficiency(plt, eff, path: str) -> bool:
         return False
     gpus = sorted({g for pts in eff.values() for g, _ in pts})
     fig, ax = plt.subplots(figsize=(6, 4))
-    for source, pts in eff.items():
-        ax.plot([g for g, _ in pts], [100 * e for _, e in pts], marker="o", label=source)
+    for i, (source, pts) in enumerate(eff.items()):
+        style = ("-", "--", ":")[(i // 10) % 3]  # the color cycle repeats after 10 series
+        xs, ys = [g for g, _ in pts], [100 * e for _, e in pts]
+        ax.plot(xs, ys, marker="o", linestyle=style, label=source)
         g, e = pts[-1]
         ax.annotate(f"{e:.0%}", (g, 100 * e), textcoords="offset points", xytext=(4, 4), fontsize=8)
     ax.axhline(97, color="gray", linestyle="--", linewidth=1, label="target 97%")

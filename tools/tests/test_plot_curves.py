@@ -29,6 +29,11 @@ def test_recorded_results_give_scaling_and_efficiency():
     # docs/benchmarks/fastsac-learner.md: 264 -> 252 updates/s captured fp32 (95%)
     assert dict(eff["FastSAC learner fp32 captured"])[2] == pytest.approx(252 / 264, abs=0.002)
     assert "MJLab + RSL-RL" not in eff  # measured on 1 GPU only: no efficiency
+    # the third lease: MJLab rerun on 1 and 2 GPUs (its own series), the rollout captured
+    rerun = "MJLab + RSL-RL (mjlab_go1_2026-11-30c)"
+    assert rate[rerun, 1] == pytest.approx(142471, rel=1e-6)
+    assert dict(eff[rerun])[2] == pytest.approx(290241 / (2 * 142471), abs=1e-4)
+    assert dict(eff["UniLab quadruped_rollout"])[2] == pytest.approx(0.974, abs=0.001)
     assert {p[1] for p in profiles} == {1, 2}
     assert curves  # the end-to-end runs carry per-iteration returns
 
