@@ -14,9 +14,11 @@ collective. Here the step runs from static buffers as three graphs, replayed in 
   pack across ranks; graph C merges the sums into the global normalizers and computes the stored
   reward (time-out bootstrap included) and dones. The storage copy stays eager (its cursor moves).
 
-The bodies are the eager path's own functions, called on static tensors, so the statistics and
-the stored transition are the same (bitwise on CPU, where `capture=False` runs the same bodies
-without graphs: the test of the buffer logic). The first `WARMUP` calls of each body run
+The bodies call the eager path's own functions (networks, normalizer moments and merges) on
+static tensors; the action draw is `randn * std + mean`, what `Normal.sample()` computes, without
+its host-side check of the std. So the statistics and the stored transition are the same
+(bitwise on CPU, where `capture=False` runs the same bodies without graphs: the test of the
+buffer logic). The first `WARMUP` calls of each body run
 eagerly on a side stream (real steps), the next one is captured, replayed from then on. Used
 only for feed-forward networks without RND, normalizers without `until`, in train mode; any
 other call takes the eager path. If a capture raises, collection falls back to eager for good
@@ -100,6 +102,9 @@ class CapturedRollout:
         self.bootstrap = False  # time-out bootstrap (config and `truncated`, fixed at start)
         self._pending: TensorDict | None = None
         self._pending_src: dict[str, torch.Tensor] | None = None
+        # (normalizer, observation groups) updated locally / merged globally (set at first step)
+        self._local: list[tuple[EmpiricalNormalizer, tuple[str, ...]]] = []
+        self._global: list[tuple[EmpiricalNormalizer, tuple[str, ...]]] = []
 
     # ---------------------------------------------------------------- checks
     def accepts(self, obs: TensorDictBase) -> bool:
@@ -141,39 +146,20 @@ class CapturedRollout:
             "values": td["values"],
         }
 
-    def _normalizer_batches(self) -> tuple[list, list]:
-        """(local updates, global members) of the normalizers, on the static observations."""
-        ppo, cfg = self.ppo, self.ppo.cfg
-        obs = {g: self.step_in[f"obs.{g}"] for g in ppo._obs_groups}
-        batches = [
-            (ppo.actor.obs_normalizer, ppo._cat(obs, cfg.actor_obs)),
-            (ppo.critic.obs_normalizer, ppo._cat(obs, cfg.critic_obs)),
-        ]
-        local, members = [], []
-        for norm, x in batches:
-            if not isinstance(norm, EmpiricalNormalizer):
-                continue
-            if norm.mode == "exact" and norm.reduce_sum is not None:
-                members.append((norm, x))
-            else:
-                local.append((norm, x))
-        if len({id(n.reduce_sum) for n, _ in members}) > 1:
-            raise RuntimeError("PPO rollout capture: global normalizers with different reduce_sum")
-        return local, members
+    def _obs_of(self, groups: tuple[str, ...]) -> torch.Tensor:
+        return self.ppo._cat({g: self.step_in[f"obs.{g}"] for g in groups}, groups)
 
     def _moments_body(self) -> torch.Tensor | None:
-        local, members = self._normalizer_batches()
-        for norm, x in local:
-            norm._update_batch(x)
-        if not members:
+        for norm, groups in self._local:
+            norm._update_batch(self._obs_of(groups))
+        if not self._global:
             return None
-        return torch.cat([norm._moments(x) for norm, x in members])
+        return torch.cat([norm._moments(self._obs_of(groups)) for norm, groups in self._global])
 
     def _merge_body(self) -> tuple[torch.Tensor, torch.Tensor]:
         ppo = self.ppo
-        _, members = self._normalizer_batches()
         offset = 0
-        for norm, _x in members:
+        for norm, _groups in self._global:
             size = 1 + 2 * norm.mean.numel()
             norm._merge(self.total_in[offset : offset + size])
             offset += size
@@ -217,8 +203,7 @@ class CapturedRollout:
             self.step_in["truncated"].copy_(step["truncated"])
         packed = self._run(self.moments_fn)
         if packed is not None:
-            _, members = self._normalizer_batches()
-            total = members[0][0].reduce_sum(packed)
+            total = self._global[0][0].reduce_sum(packed)
             if self.total_in is None:
                 self.total_in = torch.empty_like(total)
             self.total_in.copy_(total)
@@ -242,6 +227,22 @@ class CapturedRollout:
         self.step_in["done"] = torch.zeros(n, dtype=torch.bool, device=dev)
         if self.bootstrap:
             self.step_in["truncated"] = torch.zeros(n, dtype=torch.float32, device=dev)
+        # which normalizers merge globally (one fused collective, as `update_normalizers`);
+        # read here, at the first step, so that a `reduce_sum` rewired after construction counts
+        cfg = ppo.cfg
+        self._local, self._global = [], []
+        for norm, groups in (
+            (ppo.actor.obs_normalizer, cfg.actor_obs),
+            (ppo.critic.obs_normalizer, cfg.critic_obs),
+        ):
+            if not isinstance(norm, EmpiricalNormalizer):  # normalization off
+                continue
+            if norm.mode == "exact" and norm.reduce_sum is not None:
+                self._global.append((norm, groups))
+            else:
+                self._local.append((norm, groups))
+        if len({id(norm.reduce_sum) for norm, _ in self._global}) > 1:
+            raise RuntimeError("PPO rollout capture: global normalizers with different reduce_sum")
 
     def _run(self, fn: _Graphed) -> Any:
         try:
