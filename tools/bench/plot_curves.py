@@ -165,23 +165,24 @@ def plot_curves(plt, curves, path: str, marks: dict | None = None) -> bool:
         for label, pts in lines.items():
             if pts:
                 ax.plot([p[0] for p in pts], [p[1] for p in pts], label=label)
-        for threshold, reached_s, _label in (marks or {}).get(panel, []):
+        panel_marks = (marks or {}).get(panel, [])
+        for threshold in sorted({m[0] for m in panel_marks}):
+            reached = [(t, lab) for th, t, lab in panel_marks if th == threshold and t is not None]
             ax.axhline(threshold, color="gray", linestyle="--", linewidth=1)
-            if reached_s is not None:
+            ax.annotate(
+                f"threshold {threshold:.4g}" + ("" if reached else " (not reached)"),
+                (0, threshold),
+                textcoords="offset points",
+                xytext=(4, 4),
+                fontsize=8,
+            )
+            for reached_s, label in reached:
                 ax.axvline(reached_s, color="gray", linestyle=":", linewidth=1)
                 ax.annotate(
-                    f"{threshold:.4g} reached at {reached_s:.0f} s",
+                    f"{label}: reached at {reached_s:.0f} s",
                     (reached_s, threshold),
                     textcoords="offset points",
                     xytext=(4, -12),
-                    fontsize=8,
-                )
-            else:
-                ax.annotate(
-                    f"threshold {threshold:.4g} (not reached)",
-                    (0, threshold),
-                    textcoords="offset points",
-                    xytext=(4, 4),
                     fontsize=8,
                 )
         ax.set_title(panel)
