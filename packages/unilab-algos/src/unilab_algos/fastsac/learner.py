@@ -15,6 +15,7 @@ from torch import nn
 
 from unilab_storage import ReplayShard, split_global
 
+from ..common.cuda_graphs import side_stream
 from ..common.normalizer import EmpiricalNormalizer, update_normalizers
 from ._step import METRICS, StepGraphs, apply_step, forward_backward
 from .config import FastSACConfig
@@ -405,14 +406,11 @@ class FastSAC:
             return self._graphs.run(b, with_actor, sync)
         ctx: contextlib.AbstractContextManager = contextlib.nullcontext()
         if self._use_graphs():  # warm-up runs on a side stream, as CUDA-graph capture requires
-            side = torch.cuda.Stream(device=self.device)
-            side.wait_stream(torch.cuda.current_stream(self.device))
-            ctx = torch.cuda.stream(side)
+            ctx = side_stream(self.device)
         with ctx:
             metrics = sync(forward_backward(self, b, with_actor))
             apply_step(self, with_actor)
         if self._use_graphs():
-            torch.cuda.current_stream(self.device).wait_stream(side)
             self._eager_updates += 1
             warm = self._eager_updates >= self.config.capture_warmup
             if warm and self.actor_updates + int(with_actor) > 0 and self._has_optim_state():

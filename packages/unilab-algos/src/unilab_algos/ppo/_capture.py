@@ -28,6 +28,8 @@ from torch import nn
 
 from unilab_storage import FeedForwardBatcher, normalize_advantages
 
+from ..common.cuda_graphs import side_stream
+
 if TYPE_CHECKING:
     from .learner import PPO
 
@@ -112,12 +114,8 @@ class CapturedStep:
             for opt in (ppo.optimizer, ppo.rnd_optimizer):
                 if opt is not None:  # capturable Adam run eagerly on purpose: no warning
                     opt._warned_capturable_if_run_uncaptured = True
-            cur = torch.cuda.current_stream(ppo.device)
-            side = torch.cuda.Stream(ppo.device)
-            side.wait_stream(cur)
-            with torch.cuda.stream(side):
+            with side_stream(ppo.device):
                 n = self._eager(params)
-            cur.wait_stream(side)
             self.eager_steps += 1
             return n
         try:

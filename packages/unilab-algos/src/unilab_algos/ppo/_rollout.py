@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 from tensordict import TensorDict, TensorDictBase
 
+from ..common.cuda_graphs import side_stream
 from ..common.normalizer import EmpiricalNormalizer
 
 if TYPE_CHECKING:
@@ -68,13 +69,8 @@ class _Graphed:
         return self.out
 
     def _warmup(self) -> Any:
-        cur = torch.cuda.current_stream(self.device)
-        side = torch.cuda.Stream(self.device)
-        side.wait_stream(cur)
-        with torch.cuda.stream(side):
-            out = self.fn()
-        cur.wait_stream(side)
-        return out
+        with side_stream(self.device):
+            return self.fn()
 
     def _capture(self) -> tuple[Any, Any]:
         graph = torch.cuda.CUDAGraph()
@@ -99,12 +95,21 @@ class CapturedRollout:
         self.step_in: dict[str, torch.Tensor] = {}  # process_env_step's inputs
         self.total_in: torch.Tensor | None = None  # the summed moments, graph C's input
         self.has_truncated: bool | None = None  # whether the env step has `truncated`
-        self.bootstrap = False  # time-out bootstrap (config and `truncated`, fixed at start)
         self._pending: TensorDict | None = None
         self._pending_src: dict[str, torch.Tensor] | None = None
         # (normalizer, observation groups) updated locally / merged globally (set at first step)
         self._local: list[tuple[EmpiricalNormalizer, tuple[str, ...]]] = []
         self._global: list[tuple[EmpiricalNormalizer, tuple[str, ...]]] = []
+
+    @property
+    def bootstrap(self) -> bool:
+        """The time-out bootstrap: configured and the env reports `truncated` (first step)."""
+        return bool(self.ppo.cfg.bootstrap_time_outs and self.has_truncated)
+
+    @property
+    def pending(self) -> TensorDict | None:
+        """The staged transition of the last `act` (static tensors)."""
+        return self._pending
 
     # ---------------------------------------------------------------- checks
     def accepts(self, obs: TensorDictBase) -> bool:
@@ -221,7 +226,6 @@ class CapturedRollout:
         n = ppo.storage.num_envs
         dev = ppo.device
         self.has_truncated = "truncated" in step.keys()  # noqa: SIM118
-        self.bootstrap = bool(ppo.cfg.bootstrap_time_outs and self.has_truncated)
         self.step_in = {f"obs.{g}": torch.empty_like(obs[g]) for g in ppo._obs_groups}
         self.step_in["reward"] = torch.zeros(n, dtype=torch.float32, device=dev)
         self.step_in["done"] = torch.zeros(n, dtype=torch.bool, device=dev)

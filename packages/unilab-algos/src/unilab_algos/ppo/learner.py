@@ -159,7 +159,6 @@ class PPO:
         self._graphs: CapturedStep | None = None
         self.rollout_capture_status = self._rollout_check()
         self._rollout = CapturedRollout(self) if self.rollout_capture_status == "pending" else None
-        self._pending_graphed = False
 
     # ------------------------------------------------------------------ setup
     def _capture_check(self) -> str:
@@ -199,6 +198,11 @@ class PPO:
         if any(getattr(n, "until", None) is not None for n in norms):
             reasons.append("a normalizer with `until` checks its count on the host")
         return "eager: " + "; ".join(reasons) if reasons else "pending"
+
+    @property
+    def _pending_graphed(self) -> bool:
+        """Whether the staged transition is the captured rollout's (static buffers)."""
+        return self._rollout is not None and self._pending is self._rollout.pending
 
     @property
     def learning_rate(self) -> float:
@@ -258,10 +262,8 @@ class PPO:
         """Sample actions [N, A] for `obs` (`("obs", g)` [N, D_g]) and stage the transition."""
         if self.storage is None:
             raise RuntimeError("PPO.act: call init_storage(num_envs, num_steps) first")
-        self._pending_graphed = False
         if self._rollout is not None and self._rollout.accepts(obs):
             self._pending = self._rollout.act(obs)
-            self._pending_graphed = True
             return self._pending["actions"].clone()
         n = self.storage.num_envs
         step = TensorDict({}, batch_size=[n], device=self.device)
@@ -296,7 +298,6 @@ class PPO:
         if self._pending_graphed:  # feed-forward: no recurrent state to reset
             self._rollout.process(step)
             self._pending = None
-            self._pending_graphed = False
             return
         obs = step["obs"]
         cfg = self.cfg
