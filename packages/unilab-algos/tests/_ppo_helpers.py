@@ -44,3 +44,39 @@ class DoubleSum:
     def __call__(self, x):
         self.calls += 1
         return 2 * x
+
+
+def small_ppo(
+    cfg,
+    dims: dict[str, int],
+    action_dim: int,
+    num_envs: int,
+    num_steps: int,
+    device="cpu",
+    **learner_kw,
+):
+    """A PPO learner built under torch seed 0, its rollout storage allocated."""
+    from unilab_algos import PPO
+
+    torch.manual_seed(0)
+    ppo = PPO({k: (d,) for k, d in dims.items()}, action_dim, cfg, device=device, **learner_kw)
+    ppo.init_storage(num_envs, num_steps)
+    return ppo
+
+
+def scripted_collect(ppo, dims: dict[str, int], num_steps: int, seed: int) -> None:
+    """One rollout of `scripted_rollout(seed)` through act / process_env_step (actions drawn
+    after seeding torch, and CUDA, with 100 + seed), then compute_returns; no update."""
+    n = ppo.storage.num_envs
+    obs, rew, dones, touts = scripted_rollout(n, num_steps, dims, seed)
+    obs = {k: v.to(ppo.device) for k, v in obs.items()}
+    rew, dones, touts = (x.to(ppo.device) for x in (rew, dones, touts))
+    torch.manual_seed(100 + seed)
+    if ppo.device.type == "cuda":
+        torch.cuda.manual_seed(100 + seed)
+    with torch.no_grad():
+        for t in range(num_steps):
+            actions = ppo.act(obs_td(obs, t))
+            assert actions.shape == (n, ppo.action_dim)
+            ppo.process_env_step(step_td(obs, rew, dones, touts, t))
+        ppo.compute_returns(obs_td(obs, num_steps))

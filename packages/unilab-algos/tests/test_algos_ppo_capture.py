@@ -7,7 +7,7 @@ import warnings
 
 import pytest
 import torch
-from _ppo_helpers import obs_td, scripted_rollout, step_td
+from _ppo_helpers import scripted_collect, small_ppo
 
 from unilab_algos import PPO, NetworkConfig, PPOConfig, RNDConfig
 from unilab_algos.ppo._capture import CapturedStep
@@ -24,24 +24,11 @@ def _cfg(capture: str = "none", **kw) -> PPOConfig:
 
 
 def _make(cfg: PPOConfig, device: str = "cpu", grad_sync=None) -> PPO:
-    torch.manual_seed(0)
-    ppo = PPO({k: (d,) for k, d in DIMS.items()}, A, cfg, device=device, grad_sync=grad_sync)
-    ppo.init_storage(N, T)
-    return ppo
+    return small_ppo(cfg, DIMS, A, N, T, device, grad_sync=grad_sync)
 
 
 def _iteration(ppo: PPO, seed: int) -> dict:
-    obs, rew, dones, touts = scripted_rollout(N, T, DIMS, seed)
-    obs = {k: v.to(ppo.device) for k, v in obs.items()}
-    rew, dones, touts = (x.to(ppo.device) for x in (rew, dones, touts))
-    torch.manual_seed(100 + seed)
-    if ppo.device.type == "cuda":
-        torch.cuda.manual_seed(100 + seed)
-    with torch.no_grad():
-        for t in range(T):
-            ppo.act(obs_td(obs, t))
-            ppo.process_env_step(step_td(obs, rew, dones, touts, t))
-        ppo.compute_returns(obs_td(obs, T))
+    scripted_collect(ppo, DIMS, T, seed)
     return ppo.update()
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 import torch
-from _ppo_helpers import DoubleSum, obs_td, scripted_rollout, step_td
+from _ppo_helpers import DoubleSum, obs_td, scripted_collect, scripted_rollout, small_ppo, step_td
 
 from unilab_algos import PPO, NetworkConfig, PPOConfig, RNDConfig
 from unilab_algos.ppo._rollout import WARMUP, CapturedRollout, _Graphed
@@ -22,27 +22,21 @@ def _cfg(**kw) -> PPOConfig:
 
 
 def _make(cfg: PPOConfig, device: str = "cpu", reduce_sum=None) -> PPO:
-    torch.manual_seed(0)
-    ppo = PPO({k: (d,) for k, d in DIMS.items()}, A, cfg, device=device, reduce_sum=reduce_sum)
-    ppo.init_storage(N, T)
+    ppo = small_ppo(cfg, DIMS, A, N, T, device, reduce_sum=reduce_sum)
     ppo.train_mode()
     return ppo
 
 
 def _rollout(ppo: PPO, seed: int, update: bool = True) -> dict:
-    obs, rew, dones, touts = scripted_rollout(N, T, DIMS, seed)
-    obs = {k: v.to(ppo.device) for k, v in obs.items()}
-    rew, dones, touts = (x.to(ppo.device) for x in (rew, dones, touts))
-    torch.manual_seed(100 + seed)
-    if ppo.device.type == "cuda":
-        torch.cuda.manual_seed(100 + seed)
-    with torch.no_grad():
-        for t in range(T):
-            actions = ppo.act(obs_td(obs, t))
-            assert actions.shape == (N, A)
-            ppo.process_env_step(step_td(obs, rew, dones, touts, t))
-        ppo.compute_returns(obs_td(obs, T))
+    scripted_collect(ppo, DIMS, T, seed)
     return ppo.update() if update else {}
+
+
+def _static_ppo() -> tuple[PPO, tuple]:
+    """A learner on the captured rollout's static-buffer path (graphs off) and a scripted stream."""
+    ppo = _make(_cfg())
+    ppo._rollout = CapturedRollout(ppo, capture=False)
+    return ppo, scripted_rollout(N, T, DIMS, 0)
 
 
 def _normalizer_state(ppo: PPO) -> dict[str, torch.Tensor]:
@@ -101,9 +95,7 @@ def test_static_buffer_path_equals_eager_bitwise(kw):
 
 
 def test_eval_mode_and_other_shapes_take_the_eager_path():
-    ppo = _make(_cfg())
-    ppo._rollout = CapturedRollout(ppo, capture=False)
-    obs, rew, dones, touts = scripted_rollout(N, T, DIMS, 0)
+    ppo, (obs, rew, dones, touts) = _static_ppo()
     with torch.no_grad():
         ppo.act(obs_td(obs, 0))
         assert ppo._pending_graphed
@@ -119,9 +111,7 @@ def test_eval_mode_and_other_shapes_take_the_eager_path():
 
 
 def test_changed_step_keys_are_a_clear_error():
-    ppo = _make(_cfg())
-    ppo._rollout = CapturedRollout(ppo, capture=False)
-    obs, rew, dones, touts = scripted_rollout(N, T, DIMS, 0)
+    ppo, (obs, rew, dones, touts) = _static_ppo()
     with torch.no_grad():
         ppo.act(obs_td(obs, 0))
         ppo.process_env_step(step_td(obs, rew, dones, touts, 0))
