@@ -47,6 +47,35 @@ def test_swingup_reward_hand_computed():
     assert term.tolist() == [False, False, False, True]
 
 
+def test_fused_evaluate_and_observe_equals_the_two_hooks():
+    from unilab_envs import Task
+
+    for name in ("cartpole-balance", "cartpole-swingup"):
+        env = unilab_envs.make(name, num_envs=16, seed=3)
+        env.reset()
+        g = torch.Generator().manual_seed(1)
+        for _ in range(30):
+            env.step(torch.rand(16, 1, generator=g) * 2 - 1)
+        ctx, results = env.ctx, []
+        for hook in (type(env.task).evaluate_and_observe, Task.evaluate_and_observe):
+            out = {
+                "reward": wp.zeros(16, dtype=float, device="cpu"),
+                "terminated": wp.zeros(16, dtype=wp.bool, device="cpu"),
+                "log": wp.zeros((5, 16), dtype=float, device="cpu"),
+                "policy": wp.zeros((16, 5), dtype=float, device="cpu"),
+                "critic": wp.zeros((16, 5), dtype=float, device="cpu"),
+            }
+            final = {"policy": out["policy"], "critic": out["critic"]}
+            with wp.ScopedDevice("cpu"):
+                hook(env.task, ctx, out["reward"], out["terminated"], out["log"], final)
+            results.append({k: wp.to_torch(v).clone() for k, v in out.items()})
+        fused, plain = results
+        assert type(env.task).evaluate_and_observe is not Task.evaluate_and_observe
+        for key in fused:
+            assert torch.equal(fused[key], plain[key]), (name, key)
+        assert bool(fused["policy"].abs().sum() > 0)
+
+
 def test_success_thresholds_and_limits():
     bal = unilab_envs.make("cartpole-balance", num_envs=1)
     swing = unilab_envs.make("cartpole-swingup", num_envs=1)

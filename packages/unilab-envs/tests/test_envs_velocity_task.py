@@ -171,7 +171,7 @@ def test_observations_on_hand_made_state():
     )
     wp.launch(
         K.observe,
-        dim=2,
+        dim=(2, 53),  # one thread per (world, critic column)
         inputs=[
             0,
             wp.zeros(1, dtype=wp.int32, device="cpu"),
@@ -202,6 +202,75 @@ def test_observations_on_hand_made_state():
     np.testing.assert_allclose(c[1, 45:48], [0.5, 0, 0], atol=1e-6)  # body-frame velocity
     np.testing.assert_allclose(c[:, 48], 0.28, rtol=1e-6)
     np.testing.assert_allclose(c[:, 49:53], 1.0)
+
+
+def _observe_noisy(task, counter: int, n: int = 64):
+    qpos, qvel = _states(task, n)
+    h = {k: wp.array(v, device="cpu") for k, v in task._host.items()}
+    policy = wp.zeros((n, 45), dtype=float, device="cpu")
+    critic = wp.zeros((n, 53), dtype=float, device="cpu")
+    wp.launch(
+        K.observe,
+        dim=(n, 53),
+        inputs=[
+            3,
+            wp.array([counter], dtype=wp.int32, device="cpu"),
+            task.params(),
+            wp.array(qpos, device="cpu"),
+            wp.array(qvel, device="cpu"),
+            wp.array(np.full((n, 12), 0.25, np.float32), device="cpu"),
+            wp.array(np.full(n, 5, np.int32), device="cpu"),
+            wp.array(np.tile([[0.1, 0.2, 0.3]], (n, 1)).astype(np.float32), dtype=wp.vec3),
+            wp.array(np.ones((n, 4), np.float32), device="cpu"),
+            h["qadr"],
+            h["dadr"],
+            h["default"],
+        ],
+        outputs=[policy, critic],
+        device="cpu",
+    )
+    return policy.numpy(), critic.numpy()
+
+
+def test_observation_noise_per_column_within_bounds():
+    task = _quadruped_task()
+    cfg = task.config
+    p, c = _observe_noisy(task, counter=1)
+    noise = p - c[:, :45]
+    bounds = [cfg.noise_ang_vel] * 3 + [cfg.noise_gravity] * 3 + [0.0] * 3
+    bounds += [cfg.noise_joint_pos] * 12 + [cfg.noise_joint_vel] * 12 + [0.0] * 12
+    bounds = np.asarray(bounds, np.float32)
+    assert (np.abs(noise) <= bounds + 1e-6).all()
+    noisy = bounds > 0
+    assert (noise[:, ~noisy] == 0).all()  # command and last action are exact
+    # Spread over the whole range, independently per world and per column.
+    scaled = noise[:, noisy] / bounds[noisy]
+    assert scaled.min() < -0.9 and scaled.max() > 0.9
+    assert abs(float(scaled.mean())) < 0.05
+    assert len(np.unique(scaled)) > 0.99 * scaled.size  # float32 ties aside, no repeats
+    corr = np.corrcoef(scaled[:, 0], scaled[:, 1])[0, 1]
+    assert abs(corr) < 0.4
+    p_again, _ = _observe_noisy(task, counter=1)
+    p_next, _ = _observe_noisy(task, counter=2)
+    assert np.array_equal(p, p_again) and not np.array_equal(p, p_next)
+
+
+def test_final_observation_holds_the_last_action_of_a_finished_episode():
+    env = unilab_envs.make("humanoid-velocity", num_envs=8, seed=2)
+    env.reset()
+    j, g = env.action_dim, torch.Generator().manual_seed(0)
+    done_seen = 0
+    for _ in range(150):
+        action = torch.rand(8, j, generator=g) * 2 - 1
+        td = env.step(action)
+        done = td["done"]
+        cols = slice(9 + 2 * j, 9 + 3 * j)
+        torch.testing.assert_close(td["final_obs", "critic"][:, cols], action)
+        assert torch.equal(td["obs", "critic"][done][:, cols], torch.zeros(int(done.sum()), j))
+        done_seen += int(done.sum())
+        if done_seen >= 3:
+            break
+    assert done_seen >= 3  # random joint targets topple the biped within 150 steps
 
 
 @pytest.mark.parametrize(

@@ -167,9 +167,9 @@ class VecEnv:
             spec=spec,
         )
         nlog = len(spec.log_terms)
-        # Every step output lives in one of two flat device buffers (float32 and bool), carved
-        # into contiguous per-output segments, so that handing the trainer a copy costs two
-        # device copies, not one per output (about 20).
+        # Every step output lives in one flat device byte buffer, carved into contiguous
+        # per-output segments, so that handing the trainer a copy costs one device copy, not
+        # one per output (about 20).
         self._out = _OutputBuffers(spec, n, self.device)
         self._obs = {g: self._out.warp("obs", g) for g in spec.observation_dims}
         self._final_obs = {g: self._out.warp("final_obs", g) for g in spec.observation_dims}
@@ -199,11 +199,11 @@ class VecEnv:
         )
         self.task.bind(self.ctx)
         self._raw_action_t = wp.to_torch(self._raw_action)
-        self._views = self._out.views(self._out.floats, self._out.bools)
+        self._views = self._out.views(self._out.buffer)
 
     # ------------------------------------------------------------------ device sequences
     def _reset_masked(self, mask: wp.array) -> None:
-        ctx, dev = self.ctx, self._wp_device
+        ctx = self.ctx
         reset_state(ctx.model, ctx.data, mask, self._full_reset)
         self.task.reset_worlds(ctx, mask)
         if self.randomizer is not None:
@@ -211,14 +211,13 @@ class VecEnv:
         if self.task.spec.forward_after_reset:
             mjw.forward(ctx.model, ctx.data)
         self.task.observe(ctx, self._obs)
-        wp.launch(kernels.increment_counter, dim=1, inputs=[ctx.rng_counter], device=dev)
 
     def _control_step(self) -> None:
         ctx, dev, spec, n = self.ctx, self._wp_device, self.task.spec, self.num_envs
         wp.launch(
-            kernels.clamp_actions,
+            kernels.begin_step,
             dim=(n, spec.action_dim),
-            inputs=[self._raw_action],
+            inputs=[self._raw_action, ctx.rng_counter],
             outputs=[ctx.action, self._bad_action_world],
             device=dev,
         )
@@ -227,15 +226,18 @@ class VecEnv:
             self.randomizer.push(ctx.seed, ctx.rng_counter, self._all)
         for _ in range(spec.decimation):
             mjw.step(ctx.model, ctx.data)
+        self.task.post_physics(ctx)
         wp.launch(
-            kernels.accumulate_overflow,
+            kernels.after_physics,
             dim=n,
-            inputs=[ctx.data.overflow, self._overflow_seen],
+            inputs=[ctx.data.overflow, self._overflow_seen, ctx.episode_length],
             device=dev,
         )
-        self.task.post_physics(ctx)
-        wp.launch(kernels.increment_episode_length, dim=n, inputs=[ctx.episode_length], device=dev)
-        self.task.evaluate(ctx, self._reward, self._terminated, self._log)
+        # The final observation is written before the bookkeeping, which zeroes the episode
+        # length and the action history of the worlds that are done: it sees them as they were.
+        self.task.evaluate_and_observe(
+            ctx, self._reward, self._terminated, self._log, self._final_obs
+        )
         wp.launch(
             kernels.episode_bookkeeping,
             dim=n,
@@ -261,7 +263,6 @@ class VecEnv:
             ],
             device=dev,
         )
-        self.task.observe(ctx, self._final_obs)
         self._reset_masked(self._done)
 
     # ------------------------------------------------------------------ public API
@@ -275,6 +276,7 @@ class VecEnv:
                 kernels.reset_all_bookkeeping,
                 dim=self.num_envs,
                 inputs=[
+                    ctx.rng_counter,
                     len(self.task.spec.log_terms),
                     ctx.episode_length,
                     self._episode_return,
@@ -436,9 +438,8 @@ class VecEnv:
         batched = self.randomization.batch_sizes(self.num_envs) if self.randomization else {}
         for name in sorted(batched):
             out[f"model.{name}"] = getattr(self.ctx.model, name)
-        # The output buffers whole (the per-output warp views alias them).
-        out["env.outputs.floats"] = wp.from_torch(self._out.floats)
-        out["env.outputs.bools"] = wp.from_torch(self._out.bools, dtype=wp.bool)
+        # The output buffer whole (the per-output warp views alias it).
+        out["env.outputs"] = wp.from_torch(self._out.buffer, dtype=wp.uint8)
         owners = {"data": self.ctx.data, "env": self, "task": self.task}
         if self.randomizer is not None:
             owners["randomizer"] = self.randomizer
@@ -504,9 +505,9 @@ class VecEnv:
             self.check_overflow()
 
     def _outputs(self, keys: tuple[str, ...] | None = None) -> TensorDict:
-        """The step's outputs as a TensorDict: a copy (two device copies) or live views."""
+        """The step's outputs as a TensorDict: a copy (one device copy) or live views."""
         if self.cfg.copy_outputs:
-            views = self._out.views(self._out.floats.clone(), self._out.bools.clone())
+            views = self._out.views(self._out.buffer.clone())
         else:
             views = self._views
         if keys is not None:
@@ -559,64 +560,61 @@ class _null:
 
 
 class _OutputBuffers:
-    """The step outputs, carved as contiguous segments out of two flat device buffers.
+    """The step outputs, carved as contiguous segments out of one flat device byte buffer.
 
-    `floats` (float32) holds, in order: obs/<group> [N, D], final_obs/<group> [N, D], reward
-    [N], episode/return [N], episode/length [N], episode/terms [nlog, N], log [nlog, N];
-    `bools` holds terminated, truncated, done [N] each. The warp kernels write into warp views
-    of the segments; `views(floats, bools)` lays the same segments over any buffers of the
-    same size (the live ones, or one copy of each).
+    `buffer` (uint8) holds, in order, the float32 segments obs/<group> [N, D],
+    final_obs/<group> [N, D], reward [N], episode/return [N], episode/length [N],
+    episode/terms [nlog, N], log [nlog, N], then the bool segments terminated, truncated,
+    done [N] each. The warp kernels write into warp views of the segments; `views(buffer)` lays
+    the same segments over any buffer of the same size (the live one, or a copy), so handing
+    the trainer a copy of every output is one device copy.
     """
 
     def __init__(self, spec, n: int, device: torch.device) -> None:
         nlog = len(spec.log_terms)
         self.log_terms = tuple(spec.log_terms)
         self.groups = tuple(spec.observation_dims)
-        float_shapes: list[tuple[tuple[str, ...], tuple[int, ...]]] = []
+        shapes: list[tuple[tuple[str, ...], tuple[int, ...], torch.dtype]] = []
         for top in ("obs", "final_obs"):
-            float_shapes += [((top, g), (n, d)) for g, d in spec.observation_dims.items()]
-        float_shapes += [(("reward",), (n,)), (("episode", "return"), (n,))]
-        float_shapes += [(("episode", "length"), (n,)), (("episode", "terms"), (nlog, n))]
-        float_shapes += [(("log",), (nlog, n))]
-        bool_shapes = [((k,), (n,)) for k in ("terminated", "truncated", "done")]
-        self._float = self._layout(float_shapes)
-        self._bool = self._layout(bool_shapes)
-        self.obs_end = sum(n * d for d in spec.observation_dims.values())
-        self.floats = torch.zeros(self._size(self._float), dtype=torch.float32, device=device)
-        self.bools = torch.zeros(self._size(self._bool), dtype=torch.bool, device=device)
-        self._live = {
-            **self._carve(self.floats, self._float),
-            **self._carve(self.bools, self._bool),
-        }
+            shapes += [((top, g), (n, d), torch.float32) for g, d in spec.observation_dims.items()]
+        shapes += [(("reward",), (n,), torch.float32), (("episode", "return"), (n,), torch.float32)]
+        shapes += [(("episode", "length"), (n,), torch.float32)]
+        shapes += [(("episode", "terms"), (nlog, n), torch.float32)]
+        shapes += [(("log",), (nlog, n), torch.float32)]
+        shapes += [((k,), (n,), torch.bool) for k in ("terminated", "truncated", "done")]
+        # Byte offsets; the float segments come first, so each starts 4-byte aligned.
+        self._layout, offset = [], 0
+        for key, shape, dtype in shapes:
+            self._layout.append((key, offset, shape, dtype))
+            offset += int(np.prod(shape)) * dtype.itemsize
+        self.obs_end = sum(
+            int(np.prod(shape)) * dtype.itemsize
+            for key, _, shape, dtype in self._layout
+            if key[0] == "obs"
+        )
+        self.buffer = torch.zeros(max(4, offset), dtype=torch.uint8, device=device)
+        self._live = self._carve(self.buffer)
         self.warp_views: set[int] = set()  # ids of the views handed out (state_dict skips them)
 
-    @staticmethod
-    def _layout(shapes):
-        out, offset = [], 0
-        for key, shape in shapes:
-            size = int(np.prod(shape))
-            out.append((key, offset, shape))
-            offset += size
+    def _carve(self, flat: torch.Tensor, end: int | None = None) -> dict:
+        out = {}
+        for key, offset, shape, dtype in self._layout:
+            size = int(np.prod(shape)) * dtype.itemsize
+            if end is not None and offset + size > end:
+                continue
+            out[key] = flat[offset : offset + size].view(dtype).view(shape)
         return out
 
-    @staticmethod
-    def _size(layout) -> int:
-        return max(1, sum(int(np.prod(shape)) for _, _, shape in layout))
-
-    @staticmethod
-    def _carve(flat: torch.Tensor, layout) -> dict[tuple[str, ...], torch.Tensor]:
-        return {key: flat[o : o + int(np.prod(shape))].view(shape) for key, o, shape in layout}
-
     def warp(self, *key: str) -> wp.array:
-        """A warp view (no copy) of one segment of the live buffers."""
+        """A warp view (no copy) of one segment of the live buffer."""
         tensor = self._live[key]
         view = wp.from_torch(tensor, dtype=wp.bool if tensor.dtype == torch.bool else wp.float32)
         self.warp_views.add(id(view))
         return view
 
-    def views(self, floats: torch.Tensor, bools: torch.Tensor) -> dict:
-        """The nested output dict of `env.step` over `floats` / `bools`."""
-        seg = {**self._carve(floats, self._float), **self._carve(bools, self._bool)}
+    def views(self, buffer: torch.Tensor) -> dict:
+        """The nested output dict of `env.step` over `buffer` (the live one or a copy)."""
+        seg = self._carve(buffer)
         out: dict = {
             "obs": {g: seg["obs", g] for g in self.groups},
             "final_obs": {g: seg["final_obs", g] for g in self.groups},
@@ -635,15 +633,11 @@ class _OutputBuffers:
 
     def copy_obs(self) -> dict[str, torch.Tensor]:
         """One copy of every observation group (the groups are adjacent at the front)."""
-        flat = self.floats[: self.obs_end].clone()
-        return {
-            key[1]: flat[o : o + int(np.prod(shape))].view(shape)
-            for key, o, shape in self._float
-            if key[0] == "obs"
-        }
+        seg = self._carve(self.buffer[: self.obs_end].clone(), end=self.obs_end)
+        return {key[1]: tensor for key, tensor in seg.items() if key[0] == "obs"}
 
     def nbytes(self) -> int:
-        return self.floats.numel() * 4 + self.bools.numel()
+        return self.buffer.numel()
 
 
 def _warp_bytes(obj) -> int:

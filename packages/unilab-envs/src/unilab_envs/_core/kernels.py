@@ -6,8 +6,14 @@ import warp as wp
 
 
 @wp.kernel
-def increment_episode_length(episode_length: wp.array(dtype=wp.int32)):
+def after_physics(
+    overflow: wp.array(dtype=int),
+    seen: wp.array(dtype=int),
+    episode_length: wp.array(dtype=wp.int32),
+):
+    # Accumulate MJWarp's per-world overflow bits for the periodic check; count the step.
     w = wp.tid()
+    seen[w] = seen[w] | overflow[w]
     episode_length[w] = episode_length[w] + 1
 
 
@@ -64,14 +70,20 @@ def episode_bookkeeping(
 
 
 @wp.kernel
-def clamp_actions(
+def begin_step(
     raw: wp.array2d(dtype=float),
+    counter: wp.array(dtype=wp.int32),
     action: wp.array2d(dtype=float),
     first_bad_world: wp.array(dtype=wp.int32),
 ):
-    # Clamp to [-1, 1]; a non-finite value passes through unchanged (as torch.clamp does) and
-    # its world is recorded for the env's deferred check.
+    # The first kernel of a control step. Clamps the actions to [-1, 1]; a non-finite value
+    # passes through unchanged (as torch.clamp does) and its world is recorded for the env's
+    # deferred check. Thread (0, 0) advances the RNG counter: every later kernel of the step
+    # (pushes, resets, observation noise) reads the new value, so each step draws new numbers
+    # (one launch fewer than a separate counter kernel). Nothing before it reads the counter.
     w, a = wp.tid()
+    if w == 0 and a == 0:
+        counter[0] = counter[0] + 1
     v = raw[w, a]
     if wp.isfinite(v):
         action[w, a] = wp.clamp(v, -1.0, 1.0)
@@ -82,6 +94,7 @@ def clamp_actions(
 
 @wp.kernel
 def reset_all_bookkeeping(
+    counter: wp.array(dtype=wp.int32),
     nlog: int,
     episode_length: wp.array(dtype=wp.int32),
     episode_return: wp.array(dtype=float),
@@ -89,21 +102,13 @@ def reset_all_bookkeeping(
     last_action: wp.array2d(dtype=float),
     nact: int,
 ):
+    # Starts `env.reset()`; thread 0 advances the RNG counter (as `begin_step` does for a step).
     w = wp.tid()
+    if w == 0:
+        counter[0] = counter[0] + 1
     episode_length[w] = 0
     episode_return[w] = 0.0
     for i in range(nlog):
         episode_log[i, w] = 0.0
     for a in range(nact):
         last_action[w, a] = 0.0
-
-
-@wp.kernel
-def increment_counter(counter: wp.array(dtype=wp.int32)):
-    counter[0] = counter[0] + 1
-
-
-@wp.kernel
-def accumulate_overflow(overflow: wp.array(dtype=int), seen: wp.array(dtype=int)):
-    w = wp.tid()
-    seen[w] = seen[w] | overflow[w]

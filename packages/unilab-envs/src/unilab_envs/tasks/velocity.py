@@ -426,7 +426,7 @@ class VelocityTask(Task):
         a, d = self._a, ctx.data
         wp.launch(
             K.observe,
-            dim=ctx.num_envs,
+            dim=(ctx.num_envs, self.spec.observation_dims["critic"]),
             inputs=[
                 ctx.seed,
                 ctx.rng_counter,
