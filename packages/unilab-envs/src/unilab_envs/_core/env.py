@@ -217,7 +217,7 @@ class VecEnv:
         wp.launch(
             kernels.begin_step,
             dim=(n, spec.action_dim),
-            inputs=[self._raw_action, ctx.rng_counter],
+            inputs=[self._raw_action, ctx.rng_counter, ctx.episode_length],
             outputs=[ctx.action, self._bad_action_world],
             device=dev,
         )
@@ -227,12 +227,6 @@ class VecEnv:
         for _ in range(spec.decimation):
             mjw.step(ctx.model, ctx.data)
         self.task.post_physics(ctx)
-        wp.launch(
-            kernels.after_physics,
-            dim=n,
-            inputs=[ctx.data.overflow, self._overflow_seen, ctx.episode_length],
-            device=dev,
-        )
         # The final observation is written before the bookkeeping, which zeroes the episode
         # length and the action history of the worlds that are done: it sees them as they were.
         self.task.evaluate_and_observe(
@@ -252,8 +246,10 @@ class VecEnv:
                 self._episode_log,
                 ctx.action,
                 spec.action_dim,
+                ctx.data.overflow,
             ],
             outputs=[
+                self._overflow_seen,
                 self._truncated,
                 self._done,
                 self._out_return,

@@ -6,18 +6,6 @@ import warp as wp
 
 
 @wp.kernel
-def after_physics(
-    overflow: wp.array(dtype=int),
-    seen: wp.array(dtype=int),
-    episode_length: wp.array(dtype=wp.int32),
-):
-    # Accumulate MJWarp's per-world overflow bits for the periodic check; count the step.
-    w = wp.tid()
-    seen[w] = seen[w] | overflow[w]
-    episode_length[w] = episode_length[w] + 1
-
-
-@wp.kernel
 def episode_bookkeeping(
     reward: wp.array(dtype=float),
     terminated: wp.array(dtype=wp.bool),
@@ -29,6 +17,8 @@ def episode_bookkeeping(
     episode_log: wp.array2d(dtype=float),
     action: wp.array2d(dtype=float),
     nact: int,
+    overflow: wp.array(dtype=int),
+    overflow_seen: wp.array(dtype=int),
     truncated: wp.array(dtype=wp.bool),
     done: wp.array(dtype=wp.bool),
     out_return: wp.array(dtype=float),
@@ -38,6 +28,8 @@ def episode_bookkeeping(
 ):
     # Time limit only where the state is not terminal: a terminal state is never bootstrapped.
     w = wp.tid()
+    # MJWarp's overflow bits of this step's physics, accumulated for the periodic check.
+    overflow_seen[w] = overflow_seen[w] | overflow[w]
     length = episode_length[w]
     trunc = (length >= max_steps) and (not terminated[w])
     d = terminated[w] or trunc
@@ -73,17 +65,21 @@ def episode_bookkeeping(
 def begin_step(
     raw: wp.array2d(dtype=float),
     counter: wp.array(dtype=wp.int32),
+    episode_length: wp.array(dtype=wp.int32),
     action: wp.array2d(dtype=float),
     first_bad_world: wp.array(dtype=wp.int32),
 ):
-    # The first kernel of a control step. Clamps the actions to [-1, 1]; a non-finite value
-    # passes through unchanged (as torch.clamp does) and its world is recorded for the env's
-    # deferred check. Thread (0, 0) advances the RNG counter: every later kernel of the step
-    # (pushes, resets, observation noise) reads the new value, so each step draws new numbers
-    # (one launch fewer than a separate counter kernel). Nothing before it reads the counter.
+    # The first kernel of a control step (the step's counters here save separate launches).
+    # Clamps the actions to [-1, 1]; a non-finite value passes through unchanged (as
+    # torch.clamp does) and its world is recorded for the env's deferred check. Thread (0, 0)
+    # advances the RNG counter: every later kernel of the step (pushes, resets, observation
+    # noise) reads the new value, so each step draws new numbers. Thread (w, 0) counts the
+    # step in world w's episode length. Nothing before this kernel reads either.
     w, a = wp.tid()
-    if w == 0 and a == 0:
-        counter[0] = counter[0] + 1
+    if a == 0:
+        episode_length[w] = episode_length[w] + 1
+        if w == 0:
+            counter[0] = counter[0] + 1
     v = raw[w, a]
     if wp.isfinite(v):
         action[w, a] = wp.clamp(v, -1.0, 1.0)

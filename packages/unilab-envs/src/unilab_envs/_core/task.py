@@ -12,24 +12,24 @@ ops. They are called once eagerly before capture, then replayed.
 
 Order of one control step (`env.step(action)`):
 
-1. the env copies the clamped action into `ctx.action` (float32 [N, A], in [-1, 1]) and
-   advances the RNG counter `ctx.rng_counter` (so every replay draws new numbers);
+1. the env copies the clamped action into `ctx.action` (float32 [N, A], in [-1, 1]),
+   advances the RNG counter `ctx.rng_counter` (so every replay draws new numbers) and
+   counts the step in `ctx.episode_length`;
 2. `task.apply_action(ctx)` writes `ctx.data.ctrl` (scale actions to actuator units);
 3. `decimation` times: pushes (if configured) then `mujoco_warp.step(model, data)`;
 4. `task.post_physics(ctx)`: task state updates (e.g. command resampling timers);
-5. the env increments `ctx.episode_length`;
-6. `task.evaluate(ctx, reward, terminated, log)`: per-world reward, termination and the
+5. `task.evaluate(ctx, reward, terminated, log)`: per-world reward, termination and the
    per-step value of each term named in `log_terms`;
-7. `task.observe(ctx, final_obs)` writes the pre-reset observations (episode length and
-   action history as in 6; 6 and 7 are `task.evaluate_and_observe`, which a task may
+6. `task.observe(ctx, final_obs)` writes the pre-reset observations (episode length and
+   action history as in 5; 5 and 6 are `task.evaluate_and_observe`, which a task may
    override to fuse them); then the env computes `truncated` (time limit, only where not
    terminated), `done` and the episode statistics;
-8. for worlds that are done: `mujoco_warp.reset_data` (masked), `task.reset_worlds(ctx, mask)`
+7. for worlds that are done: `mujoco_warp.reset_data` (masked), `task.reset_worlds(ctx, mask)`
    (randomized initial state), domain randomization draws, action history cleared;
    `mujoco_warp.forward` if `task.forward_after_reset`;
-9. `task.observe(ctx, obs)` writes the observations the policy sees next.
+8. `task.observe(ctx, obs)` writes the observations the policy sees next.
 
-`env.reset()` advances the counter and runs 8-9 for every world (all masked) with
+`env.reset()` advances the counter and runs 7-8 for every world (all masked) with
 `ctx.episode_length` zeroed. Every kernel of one step or reset reads the same counter value.
 
 Randomness: in kernels call `unilab_envs.world_rng(seed, rng_counter[0], world, stream)`
@@ -147,7 +147,7 @@ class TaskContext:
         rng_counter: wp.array(dtype=int32) shape [1]; control steps + resets so far, this one
             included (advanced at the start of each).
         episode_length: wp.array(dtype=int32) [N]; control steps in the current episode
-            (already incremented when `evaluate` runs; 0 in `reset_worlds`/`observe` after reset).
+            (already incremented when `post_physics` and `evaluate` run; 0 in `reset_worlds`/`observe` after reset).
         action: wp.array2d(dtype=float32) [N, A]; the current action, clamped to [-1, 1].
         last_action: wp.array2d(dtype=float32) [N, A]; the previous control step's action
             (zero after a reset); updated by the env after `evaluate` (so `evaluate` can
@@ -236,7 +236,7 @@ class Task(abc.ABC):
         log: wp.array,
         final_obs: Mapping[str, wp.array],
     ) -> None:
-        """Steps 6 and 7 of a control step: `evaluate`, then `observe` into `final_obs`.
+        """Steps 5 and 6 of a control step: `evaluate`, then `observe` into `final_obs`.
 
         Override it to do both in one kernel when the task is so cheap that launches dominate
         its step (cart-pole does); the results must equal the two calls.
