@@ -258,3 +258,27 @@ def test_step_outputs_are_contiguous_copies_or_live_views():
     b = live.step(torch.ones(N, 1))
     assert torch.equal(a["obs", "policy"], b["obs", "policy"])
     assert torch.equal(a["obs", "policy"], live.get_observations()["obs", "policy"])
+
+
+def test_output_segments_hold_what_the_kernels_wrote():
+    # The outputs are carved out of one byte buffer: every key must land on its own segment.
+    env = _make(max_episode_steps=6)
+    env.reset()
+    g = torch.Generator().manual_seed(0)
+    for _ in range(12):
+        td = env.step(torch.rand(N, 1, generator=g) * 2 - 1)
+        terms = torch.stack([td["log", k] for k in env.task.spec.log_terms])
+        torch.testing.assert_close(terms.sum(0), td["reward"])  # balance: reward = sum of terms
+        assert torch.equal(td["done"], td["terminated"] | td["truncated"])
+        if bool(td["done"].any()):
+            ended = td["done"]
+            sums = torch.stack([td["episode", k] for k in env.task.spec.log_terms]).sum(0)
+            torch.testing.assert_close(sums[ended], td["episode", "return"][ended])
+            assert bool((td["episode", "length"][ended] >= 1).all())
+            assert bool((td["episode", "return"][~ended] == 0).all())
+    obs = env.get_observations()["obs"]
+    assert torch.equal(obs["policy"], td["obs", "policy"])
+    assert torch.equal(obs["critic"], td["obs", "critic"])
+    assert bool(
+        (td["obs", "policy"][:, 1] ** 2 + td["obs", "policy"][:, 2] ** 2 - 1).abs().max() < 1e-5
+    )

@@ -570,35 +570,41 @@ class _OutputBuffers:
         nlog = len(spec.log_terms)
         self.log_terms = tuple(spec.log_terms)
         self.groups = tuple(spec.observation_dims)
-        shapes: list[tuple[tuple[str, ...], tuple[int, ...], torch.dtype]] = []
+        floats: list[tuple[tuple[str, ...], tuple[int, ...]]] = []
         for top in ("obs", "final_obs"):
-            shapes += [((top, g), (n, d), torch.float32) for g, d in spec.observation_dims.items()]
-        shapes += [(("reward",), (n,), torch.float32), (("episode", "return"), (n,), torch.float32)]
-        shapes += [(("episode", "length"), (n,), torch.float32)]
-        shapes += [(("episode", "terms"), (nlog, n), torch.float32)]
-        shapes += [(("log",), (nlog, n), torch.float32)]
-        shapes += [((k,), (n,), torch.bool) for k in ("terminated", "truncated", "done")]
-        # Byte offsets; the float segments come first, so each starts 4-byte aligned.
-        self._layout, offset = [], 0
-        for key, shape, dtype in shapes:
-            self._layout.append((key, offset, shape, dtype))
-            offset += int(np.prod(shape)) * dtype.itemsize
-        self.obs_end = sum(
-            int(np.prod(shape)) * dtype.itemsize
-            for key, _, shape, dtype in self._layout
-            if key[0] == "obs"
+            floats += [((top, g), (n, d)) for g, d in spec.observation_dims.items()]
+        floats += [(("reward",), (n,)), (("episode", "return"), (n,))]
+        floats += [(("episode", "length"), (n,)), (("episode", "terms"), (nlog, n))]
+        floats += [(("log",), (nlog, n))]
+        bools = [((k,), (n,)) for k in ("terminated", "truncated", "done")]
+        self._floats, self._bools = floats, bools
+        self._float_sizes = [int(np.prod(shape)) for _, shape in floats]
+        self._bool_sizes = [int(np.prod(shape)) for _, shape in bools]
+        # The float segments come first, so every one starts 4-byte aligned.
+        self._float_bytes = 4 * sum(self._float_sizes)
+        bool_bytes = sum(self._bool_sizes)
+        self._obs_sizes = [
+            size for (key, _), size in zip(floats, self._float_sizes) if key[0] == "obs"
+        ]
+        self.obs_end = 4 * sum(self._obs_sizes)
+        self.buffer = torch.zeros(
+            max(4, self._float_bytes + bool_bytes), dtype=torch.uint8, device=device
         )
-        self.buffer = torch.zeros(max(4, offset), dtype=torch.uint8, device=device)
         self._live = self._carve(self.buffer)
         self.warp_views: set[int] = set()  # ids of the views handed out (state_dict skips them)
 
-    def _carve(self, flat: torch.Tensor, end: int | None = None) -> dict:
+    def _carve(self, flat: torch.Tensor) -> dict:
+        # Two splits and a reshape per 2-D segment: env.step carves every copy it hands out,
+        # so this runs once per control step (one slice + two views per segment cost ~3x more
+        # host time).
+        fb = self._float_bytes
         out = {}
-        for key, offset, shape, dtype in self._layout:
-            size = int(np.prod(shape)) * dtype.itemsize
-            if end is not None and offset + size > end:
-                continue
-            out[key] = flat[offset : offset + size].view(dtype).view(shape)
+        segments = flat[:fb].view(torch.float32).split(self._float_sizes)
+        for (key, shape), seg in zip(self._floats, segments, strict=True):
+            out[key] = seg.view(shape) if len(shape) > 1 else seg
+        segments = flat[fb : fb + sum(self._bool_sizes)].view(torch.bool).split(self._bool_sizes)
+        for (key, _), seg in zip(self._bools, segments, strict=True):
+            out[key] = seg
         return out
 
     def warp(self, *key: str) -> wp.array:
@@ -621,16 +627,18 @@ class _OutputBuffers:
             "episode": {"return": seg["episode", "return"], "length": seg["episode", "length"]},
             "log": {},
         }
-        terms, log = seg["episode", "terms"], seg["log",]
-        for i, name in enumerate(self.log_terms):
-            out["episode"][name] = terms[i]
-            out["log"][name] = log[i]
+        if self.log_terms:
+            terms, log = seg["episode", "terms"].unbind(0), seg["log",].unbind(0)
+            for i, name in enumerate(self.log_terms):
+                out["episode"][name] = terms[i]
+                out["log"][name] = log[i]
         return out
 
     def copy_obs(self) -> dict[str, torch.Tensor]:
         """One copy of every observation group (the groups are adjacent at the front)."""
-        seg = self._carve(self.buffer[: self.obs_end].clone(), end=self.obs_end)
-        return {key[1]: tensor for key, tensor in seg.items() if key[0] == "obs"}
+        flat = self.buffer[: self.obs_end].clone().view(torch.float32).split(self._obs_sizes)
+        keys = [(key, shape) for key, shape in self._floats if key[0] == "obs"]
+        return {key[1]: seg.view(shape) for (key, shape), seg in zip(keys, flat, strict=True)}
 
     def nbytes(self) -> int:
         return self.buffer.numel()
