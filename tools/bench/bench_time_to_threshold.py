@@ -29,7 +29,7 @@ its `perf/iteration_s`; what plot_curves.py plots); `train_s` the sum of `perf/i
 Output: prints a short table last; with $OUT set writes `$OUT/ttt_<name>.json` ({"args",
 "config", "threshold", "result", "curves": {label: {"points": [{iteration, wall_s, time_s,
 train_s, env_steps, mean_return, mean_length, episodes, steps_per_s, curriculum_level, terms:
-{term: episode sum}}]}}}) and copies the run's `metrics.jsonl` and `config.json` to
+{term: episode sum}, learner: {metric: value}}]}}}) and copies the run's `metrics.jsonl` and `config.json` to
 `$OUT/ttt_<name>/`.
 
 Defaults: humanoid-velocity + fastsac on GPU 0 (or one CPU worker without CUDA). The PPO
@@ -128,6 +128,13 @@ def _point(line: dict, wall_s: float) -> dict:
         # per-term episode sums: where a plateau's return goes (metrics.jsonl may not come back)
         "terms": {
             k.removeprefix("episode_term/"): num(k) for k in line if k.startswith("episode_term/")
+        },
+        # the learner's own metrics (action std, KL, learning rate, losses, entropy temperature):
+        # what tells two configurations apart when their returns part
+        "learner": {
+            k.removeprefix("learner/"): num(k)
+            for k in line
+            if k.startswith("learner/") or k in ("kl", "lr")
         },
     }
 

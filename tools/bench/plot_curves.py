@@ -1,6 +1,7 @@
 """Plots from the benchmark JSONs: return vs wall-clock, throughput scaling, PPO phase profile.
 
     python3 tools/bench/plot_curves.py RESULTS... [--out docs/benchmarks] [--prefix ppo_]
+        [--x time_s | env_steps]
 
 RESULTS are JSON files or folders (every *.json inside, recursively) written by
   - tools/bench/bench_ppo_e2e.py (`ppo_e2e_<name>.json`: per GPU count the per-iteration curve of
@@ -14,7 +15,10 @@ RESULTS are JSON files or folders (every *.json inside, recursively) written by
     process count, eager and captured; its weak-scaling rows go in `efficiency.png`),
   - any other file of the form {"curves": {label: {"points": [{"time_s", "mean_return"}, ...]}}}
     (e.g. an off-policy trainer's curve).
-Other JSONs are skipped with a note. Writes, into `--out` (default $OUT, else docs/benchmarks):
+Other JSONs are skipped with a note. `--x env_steps` plots the returns of the
+time-to-threshold runs against env steps instead of wall-clock (the fair axis for runs that
+shared a host and slowed each other; the other sources carry no env steps per point and are
+skipped). Writes, into `--out` (default $OUT, else docs/benchmarks):
   `<prefix>curves.png`   mean episode return vs wall-clock from the first training iteration
                          (setup and compilation excluded), one panel per source (the returns
                          of UniLab and MJLab are different reward functions: not comparable in
@@ -50,10 +54,16 @@ def load(paths: list[str]) -> list[tuple[str, dict]]:
     return out
 
 
-def collect(docs: list[tuple[str, dict]], marks: dict | None = None, learner: list | None = None):
-    """-> curves {panel: {label: [(t, ret)]}}, scaling [(source, gpus, sps)], profiles.
+def collect(
+    docs: list[tuple[str, dict]],
+    marks: dict | None = None,
+    learner: list | None = None,
+    x: str = "time_s",
+):
+    """-> curves {panel: {label: [(x, ret)]}}, scaling [(source, gpus, sps)], profiles.
 
-    `marks` (filled when given): {panel: [(threshold, reached time_s or None, label)]} from
+    `x`: "time_s" (every source) or "env_steps" (time-to-threshold runs only). `marks` (filled
+    when given): {panel: [(threshold, reached x or None, label)]} from
     bench_time_to_threshold.py results. `learner` (filled when given): FastSAC learner
     [(source, gpus, updates/s)] from bench_fastsac.py, 1 device and weak-scaling rows.
     """
@@ -72,14 +82,16 @@ def collect(docs: list[tuple[str, dict]], marks: dict | None = None, learner: li
             for key, c in doc["curves"].items():
                 label = a.get("name") or key
                 pts = [
-                    (p["time_s"], p["mean_return"])
+                    (p[x], p["mean_return"])
                     for p in c["points"]
-                    if p.get("mean_return") is not None and p.get("time_s") is not None
+                    if p.get("mean_return") is not None and p.get(x) is not None
                 ]
                 curves.setdefault(panel, {})[label] = pts
                 marks.setdefault(panel, []).append(
-                    (doc["threshold"], res.get("time_s") if res.get("reached") else None, label)
+                    (doc["threshold"], res.get(x) if res.get("reached") else None, label)
                 )
+        elif x != "time_s":
+            continue  # only the time-to-threshold runs record env steps per point
         elif (
             isinstance(doc.get("results"), list)
             and doc["results"]
@@ -156,7 +168,7 @@ def _save(plt, fig, path: str) -> bool:
     return True
 
 
-def plot_curves(plt, curves, path: str, marks: dict | None = None) -> bool:
+def plot_curves(plt, curves, path: str, marks: dict | None = None, x: str = "time_s") -> bool:
     panels = {k: v for k, v in curves.items() if any(v.values())}
     if not panels:
         return False
@@ -176,17 +188,22 @@ def plot_curves(plt, curves, path: str, marks: dict | None = None) -> bool:
                 xytext=(4, 4),
                 fontsize=8,
             )
-            for reached_s, label in reached:
-                ax.axvline(reached_s, color="gray", linestyle=":", linewidth=1)
+            for reached_x, label in reached:
+                ax.axvline(reached_x, color="gray", linestyle=":", linewidth=1)
+                at = f"{reached_x:.0f} s" if x == "time_s" else f"{reached_x / 1e6:.0f} M steps"
                 ax.annotate(
-                    f"{label}: reached at {reached_s:.0f} s",
-                    (reached_s, threshold),
+                    f"{label}: reached at {at}",
+                    (reached_x, threshold),
                     textcoords="offset points",
                     xytext=(4, -12),
                     fontsize=8,
                 )
         ax.set_title(panel)
-        ax.set_xlabel("wall-clock since the first iteration started (s)")
+        ax.set_xlabel(
+            "wall-clock since the first iteration started (s)"
+            if x == "time_s"
+            else "env steps (all ranks)"
+        )
         ax.set_ylabel("mean episode return")
         ax.grid(alpha=0.3)
         ax.legend(fontsize=8)
@@ -287,6 +304,7 @@ def main(argv=None) -> None:
     ap.add_argument("results", nargs="+")
     ap.add_argument("--out", default=os.environ.get("OUT") or "docs/benchmarks")
     ap.add_argument("--prefix", default="")
+    ap.add_argument("--x", choices=("time_s", "env_steps"), default="time_s")
     args = ap.parse_args(argv)
     try:
         import matplotlib
@@ -297,11 +315,11 @@ def main(argv=None) -> None:
         raise SystemExit(f"plot_curves needs matplotlib ({e}); pip install matplotlib") from e
     marks: dict = {}
     learner: list = []
-    curves, scaling, profiles = collect(load(args.results), marks, learner)
+    curves, scaling, profiles = collect(load(args.results), marks, learner, x=args.x)
     os.makedirs(args.out, exist_ok=True)
     made = []
     for kind, fn, data in (
-        ("curves", lambda plt_, d, p: plot_curves(plt_, d, p, marks), curves),
+        ("curves", lambda plt_, d, p: plot_curves(plt_, d, p, marks, args.x), curves),
         ("scaling", plot_scaling, scaling),
         ("profile", plot_profile, profiles),
         ("efficiency", plot_efficiency, efficiencies(scaling, learner)),
