@@ -28,7 +28,10 @@ GPU differ only in the order of reductions); a semantic difference (a buffer the
 see, a stale value baked into a capture) shows as a jump within a few updates. `--shadow eager`
 measures the floor to compare with. On CPU capture is unavailable (the shadow runs eagerly):
 `--quick` (cart-pole, 64 envs, CPU, 3 iterations, `--shadow eager`) checks the script, and two
-eager learners on CPU must agree exactly.
+eager learners on CPU must agree exactly. `--force-static` drives the shadow through the
+captured code (static buffers, the graph bodies, the collective between them) without CUDA
+graphs, on any device: on CPU it must agree with the reference to rounding, which checks the
+plumbing on a real task (the unit tests do it on scripted data).
 
 Prints one line per iteration; writes `$OUT/diag_ppo_capture_<shadow>.json` when $OUT is set.
 """
@@ -71,6 +74,20 @@ def _learner(cfg, algo, env, device: str, seed: int):
     return ppo
 
 
+def _force_static(ppo) -> None:
+    """Drive `ppo` through the captured code paths without CUDA graphs (any device).
+
+    The rollout's static buffers and graph bodies (`CapturedRollout(capture=False)`) and the
+    update's static mini-batch buffers with the eager step between them, as the unit tests do.
+    """
+    from unilab_algos.ppo._capture import CapturedStep
+    from unilab_algos.ppo._rollout import CapturedRollout
+
+    CapturedStep._step = CapturedStep._eager
+    ppo.capture_status = "pending"
+    ppo._rollout = CapturedRollout(ppo, capture=False)
+
+
 def _rel_diff(a: torch.Tensor, b: torch.Tensor) -> float:
     scale = float(a.abs().max()) or 1.0
     return float((a.double() - b.double()).abs().max()) / scale
@@ -111,6 +128,8 @@ def run(args) -> dict:
     shadow_algo = attrs.evolve(cfg.algo, **SHADOW_SETTINGS[args.shadow])
     ref = _learner(cfg, ref_algo, env, args.device, args.seed)
     shadow = _learner(cfg, shadow_algo, env, args.device, args.seed)
+    if args.force_static:
+        _force_static(shadow)
     start = compare(ref, shadow)
     if any(v != 0.0 for v in start.values()):
         raise SystemExit(f"the two learners do not start equal: {start}")
@@ -147,6 +166,9 @@ def run(args) -> dict:
             "ref": {k: m_ref.get(k) for k in ("learning_rate", "kl", "action_std", "value")},
             "shadow": {k: m_shadow.get(k) for k in ("learning_rate", "kl", "action_std", "value")},
             "shadow_capture": [shadow.capture_status, shadow.rollout_capture_status],
+            # whether the shadow ran the captured code (static buffers), graphs or not
+            "shadow_static_update": shadow._graphs is not None,
+            "shadow_static_rollout": shadow._rollout is not None,
         }
         rows.append(row)
         d = row["diff"]
@@ -154,7 +176,8 @@ def run(args) -> dict:
             f"it {it:4d}  actor {d['actor.params']:.2e}  std {d.get('actor.std_param', 0.0):.2e}  "
             f"critic {d['critic.params']:.2e}  lr {m_ref['learning_rate']:.2e}/"
             f"{m_shadow['learning_rate']:.2e}  action std {m_ref.get('action_std', 0.0):.4f}/"
-            f"{m_shadow.get('action_std', 0.0):.4f}",
+            f"{m_shadow.get('action_std', 0.0):.4f}  static update/rollout "
+            f"{row['shadow_static_update']}/{row['shadow_static_rollout']}",
             flush=True,
         )
     return {
@@ -173,6 +196,11 @@ def parse_args(argv=None):
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--shadow", choices=tuple(SHADOW_SETTINGS), default="captured")
     ap.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    ap.add_argument(
+        "--force-static",
+        action="store_true",
+        help="run the shadow through the captured code paths without CUDA graphs (e.g. on CPU)",
+    )
     ap.add_argument("--quick", action="store_true", help="cart-pole, 64 envs, CPU, 3 iterations")
     args = ap.parse_args(argv)
     if args.quick:
