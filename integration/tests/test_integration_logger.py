@@ -65,3 +65,29 @@ def test_announce_line_says_how_the_update_runs():
     cpu = "eager: CUDA graphs need a CUDA device, got cpu"
     assert both(cpu, cpu) == "update and rollout eager (CUDA graphs need a CUDA device, got cpu) | "
     assert both("captured", "off") == "update in CUDA graphs | rollout eager | "
+
+
+def test_matmul_precision_is_applied_validated_and_announced():
+    import attrs
+    import pytest
+    import torch
+
+    from unilab_integration import RunnerConfig
+    from unilab_integration._runners._base import _precision
+    from unilab_integration._train import apply_torch_settings
+
+    assert RunnerConfig().matmul_precision == "highest"
+    with pytest.raises(ValueError, match="matmul_precision"):
+        RunnerConfig(matmul_precision="tf32")
+    before = torch.get_float32_matmul_precision()
+    try:
+        apply_torch_settings(RunnerConfig(matmul_precision="high"))
+        assert torch.get_float32_matmul_precision() == "high"
+        apply_torch_settings(attrs.evolve(RunnerConfig(), matmul_precision="highest"))
+        assert torch.get_float32_matmul_precision() == "highest"
+    finally:
+        torch.set_float32_matmul_precision(before)
+    assert _precision(RunnerConfig()) == ""
+    assert _precision(RunnerConfig(matmul_precision="high")) == (
+        "matmul precision high (TF32 on GPUs) | "
+    )

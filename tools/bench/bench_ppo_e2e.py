@@ -420,6 +420,7 @@ def run_rank(rank: int, world: int, args, port: int, outdir: str) -> None:
         torch.cuda.set_device(device)
     else:
         torch.set_num_threads(1)
+    torch.set_float32_matmul_precision(args.matmul_precision)  # as `runner.matmul_precision`
     cpus = pin_cpus(rank, world) if args.pin_cpus else None
     if args.cpu_threads is not None:
         torch.set_num_threads(args.cpu_threads)
@@ -701,6 +702,13 @@ def parse_args(argv=None):
         default=True,
         help="PPOConfig.capture_rollout: act/process_env_step in CUDA graphs when --ppo-capture "
         "is not none (the recorded runs before the captured rollout had none)",
+    )
+    p.add_argument(
+        "--matmul-precision",
+        choices=("highest", "high", "medium"),
+        default="highest",
+        help="torch.set_float32_matmul_precision per rank, as `unilab train --set "
+        "runner.matmul_precision=...` (high: TF32)",
     )
     p.add_argument("--gpus", default=None, help="GPU counts, e.g. 1,2 (default: 1,2 if 2 GPUs)")
     p.add_argument("--iterations", type=int, default=25, help="timed iterations")

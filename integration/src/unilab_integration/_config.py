@@ -87,6 +87,10 @@ class RunnerConfig:
     own), `rank0` (rank 0's state broadcast) or `global` (metrics reduced, same decision).
     `check_finite`: stop on NaN/inf in observations, losses, gradients or parameters.
     `deterministic`: torch deterministic algorithms (bit-for-bit resume on CPU).
+    `matmul_precision`: `torch.set_float32_matmul_precision` in every worker: "highest"
+    (default: float32 matmuls, as RSL-RL), "high" (TF32 tensor cores on NVIDIA GPUs: PPO's
+    learning phase a third shorter on an H200, docs/benchmarks/ppo-end-to-end.md) or
+    "medium" (bfloat16 internally).
     `imports`: modules imported in every worker before the env is made (custom tasks).
     `save_replay` (FastSAC only): checkpoints also hold every rank's replay shard, so that a
     resume at the same world size continues bit for bit on CPU; large (the replay capacity
@@ -105,6 +109,9 @@ class RunnerConfig:
     )
     check_finite: bool = True
     deterministic: bool = False
+    matmul_precision: str = attrs.field(
+        default="highest", validator=attrs.validators.in_(("highest", "high", "medium"))
+    )
     teacher: str | None = None
     imports: tuple[str, ...] = ()
     save_replay: bool = False

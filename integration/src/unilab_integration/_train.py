@@ -111,14 +111,21 @@ def train_worker(
     else:
         device = torch.device("cpu")
     ctx = init_distributed(device, timeout_s=config.launch.timeout)
-    if config.runner.deterministic:
-        torch.use_deterministic_algorithms(True)
+    apply_torch_settings(config.runner)
     runner = make_runner(config, ctx, run_dir)
     if resume is not None:
         runner.load(resume)
     else:
         runner.broadcast_state()
     return dict(runner.run())
+
+
+def apply_torch_settings(runner: Any) -> None:
+    """This process's torch switches from the `RunnerConfig`: deterministic algorithms and the
+    float32 matmul precision (every rank the same)."""
+    if runner.deterministic:
+        torch.use_deterministic_algorithms(True)
+    torch.set_float32_matmul_precision(runner.matmul_precision)
 
 
 def _quiet_warp() -> None:

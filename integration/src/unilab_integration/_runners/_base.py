@@ -208,7 +208,7 @@ class Runner:
             f"{w} rank(s) on {self.device.type} | envs {self.num_envs} per rank, "
             f"{self.num_envs * w} global (scope {self.config.env.scope}) | "
             f"budget {self.budget if self.budget is not None else 'unbounded'} iterations | "
-            f"{_update_mode(self.learner)}run dir {self.run_dir}"
+            f"{_update_mode(self.learner)}{_precision(self.config.runner)}run dir {self.run_dir}"
         )
 
     def _solved(self, metrics: dict[str, float]) -> bool:
@@ -415,6 +415,15 @@ def _map_tensors(obj: Any, fn: Any) -> Any:
     if isinstance(obj, list | tuple):
         return type(obj)(_map_tensors(v, fn) for v in obj)
     return obj
+
+
+def _precision(runner: Any) -> str:
+    """The announce line's part on float32 matmuls, when they are not full float32."""
+    precision = runner.matmul_precision
+    if precision == "highest":
+        return ""
+    kind = "TF32" if precision == "high" else "bfloat16"
+    return f"matmul precision {precision} ({kind} on GPUs) | "
 
 
 def _update_mode(learner: Any) -> str:
