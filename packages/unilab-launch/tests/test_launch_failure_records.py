@@ -55,3 +55,22 @@ def test_launch_failure_without_record(tmp_path: Path) -> None:
     err = _failure_from(RuntimeError("agent never connected"), tmp_path, ["a"], [4])
     assert err.rank is None
     assert str(err).startswith("the launch failed (RuntimeError: agent never connected)")
+
+
+def test_port_taken_before_any_target_started(tmp_path: Path) -> None:
+    from unilab_launch._launch import _port_taken_before_start
+
+    taken = "DistNetworkError: The server socket has failed to listen ... EADDRINUSE"
+    # torchrunx's own rendezvous failed: no worker record
+    assert _port_taken_before_start(RuntimeError(taken), tmp_path)
+    assert not _port_taken_before_start(RuntimeError("connection refused"), tmp_path)
+    # a worker failed while creating its process group on a taken MASTER_PORT
+    rec = _record(0, 0, 100)
+    rec["error"] = "DistNetworkError: ... address already in use"
+    rec["traceback"] = 'File "x", in run_worker\n    dist.init_process_group(\nDistNetworkError'
+    write_json_atomic(tmp_path / "failures" / "rank0.json", rec)
+    assert _port_taken_before_start(RuntimeError("worker failed"), tmp_path)
+    # the target itself failed (even on a taken port): never launched again
+    other = {**rec, "rank": 1, "traceback": 'File "train.py", in main\n    server.bind(\n'}
+    write_json_atomic(tmp_path / "failures" / "rank1.json", other)
+    assert not _port_taken_before_start(RuntimeError(taken), tmp_path)

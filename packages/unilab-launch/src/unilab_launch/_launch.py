@@ -19,6 +19,7 @@ import signal
 import socket
 import tempfile
 import time
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -135,6 +136,31 @@ def _workers_per_host(
         raise ValueError(f"GPUs {list(gpus)} requested but CUDA_VISIBLE_DEVICES={visible!r}")
     selected = [ids[i] for i in gpus] if ids is not None else [str(i) for i in gpus]
     return [len(gpus)] * len(hosts), True, {"CUDA_VISIBLE_DEVICES": ",".join(selected)}
+
+
+PORT_ATTEMPTS = 3
+"""Launch attempts when a rendezvous port is taken before anything ran (see `_run`)."""
+
+_PORT_TAKEN = ("EADDRINUSE", "address already in use")
+
+
+def _port_taken_before_start(exc: BaseException, run_dir: Path) -> bool:
+    """True if the launch failed only because a port was taken between its pick and its bind.
+
+    torchrunx picks free ports (launcher-agent rendezvous, the workers' `MASTER_PORT`) by
+    binding port 0 and closing it; another process, e.g. a second agent on the same machine,
+    can take the port before it is bound again. Such a failure happens before any target runs:
+    either torchrunx itself fails (no worker record) or every worker that failed did so inside
+    `init_process_group`. Then launching again (new ports) is safe.
+    """
+    records = _read_records(run_dir / "failures")
+    if not records:
+        return any(marker in str(exc) for marker in _PORT_TAKEN)
+    return all(
+        any(marker in r.get("error", "") for marker in _PORT_TAKEN)
+        and "init_process_group" in r.get("traceback", "")
+        for r in records
+    )
 
 
 def _clear_records(run_dir: Path) -> None:
@@ -339,25 +365,38 @@ def _run(
 ) -> list[Any]:
     import torchrunx
 
-    launcher = torchrunx.Launcher(
-        hostnames=hostnames,
-        workers_per_host=counts,
-        ssh_config_file=config.ssh_config_file,
-        backend=None,  # run_worker creates the group itself, on the right device
-        worker_timeout=math.ceil(config.timeout),
-        agent_timeout=math.ceil(config.agent_timeout),
-        copy_env_vars=config.copy_env,
-        extra_env_vars=worker_env,
-    )
-    launcher.set_logging_handlers(LogHandlers(run_dir, hostnames, counts, console=config.console))
-    try:
-        result = launcher.run(run_worker, spec, fn, args)
-    except Exception as exc:
-        _stop_local_workers(run_dir)
-        raise _failure_from(exc, run_dir, hostnames, counts) from None
-    except BaseException:  # Ctrl-C in the launcher: torchrunx stops the agents, we the workers
-        _stop_local_workers(run_dir)
-        raise
+    for attempt in range(1, PORT_ATTEMPTS + 1):
+        launcher = torchrunx.Launcher(
+            hostnames=hostnames,
+            workers_per_host=counts,
+            ssh_config_file=config.ssh_config_file,
+            backend=None,  # run_worker creates the group itself, on the right device
+            worker_timeout=math.ceil(config.timeout),
+            agent_timeout=math.ceil(config.agent_timeout),
+            copy_env_vars=config.copy_env,
+            extra_env_vars=worker_env,
+        )
+        launcher.set_logging_handlers(
+            LogHandlers(run_dir, hostnames, counts, console=config.console)
+        )
+        try:
+            result = launcher.run(run_worker, spec, fn, args)
+            break
+        except Exception as exc:
+            _stop_local_workers(run_dir)
+            if attempt < PORT_ATTEMPTS and _port_taken_before_start(exc, run_dir):
+                warnings.warn(
+                    f"launch attempt {attempt}: a port picked for the rendezvous was taken before "
+                    f"it was bound ({type(exc).__name__}); no target had started, launching again",
+                    RuntimeWarning,
+                    stacklevel=3,
+                )
+                _clear_records(run_dir)
+                continue
+            raise _failure_from(exc, run_dir, hostnames, counts) from None
+        except BaseException:  # Ctrl-C in the launcher: torchrunx stops the agents, we the workers
+            _stop_local_workers(run_dir)
+            raise
     _stop_local_workers(run_dir)
     values = [v for host in hostnames for v in result.results[host]]
     if temporary:
