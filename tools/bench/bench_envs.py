@@ -113,11 +113,23 @@ def _time_env(env, actions: Actions, steps: int) -> float:
     return time.perf_counter() - t
 
 
+WARMUP_S = 0.5
+"""Warm-up per measured env: at least 3 steps and this long, synchronized after each step."""
+
+
 def bench_env(env, actions: Actions, steps: int, reps: int) -> float:
-    """Env control steps/s from a fresh reset (3 warm-up steps, then `reps` x `steps`)."""
+    """Env control steps/s from a fresh reset (the warm-up, then `reps` x `steps`).
+
+    The warm-up steps at least 3 times (eager step, capture, first replay) and for at least
+    `WARMUP_S` seconds: with 3 steps only, the first configuration a process measured
+    sometimes ran at half speed (cart-pole at 1024 envs, docs/benchmarks/envs.md).
+    """
     env.reset()
-    for _ in range(3):
+    start, count = time.perf_counter(), 0
+    while count < 3 or time.perf_counter() - start < WARMUP_S:
         env.step(actions.next())
+        _sync(env.device)
+        count += 1
     times = [_time_env(env, actions, steps) for _ in range(reps)]
     return env.num_envs * steps / statistics.median(times)
 
