@@ -582,13 +582,13 @@ class _OutputBuffers:
         self._bool_sizes = [int(np.prod(shape)) for _, shape in bools]
         # The float segments come first, so every one starts 4-byte aligned.
         self._float_bytes = 4 * sum(self._float_sizes)
-        bool_bytes = sum(self._bool_sizes)
+        self._bool_bytes = sum(self._bool_sizes)
         self._obs_sizes = [
             size for (key, _), size in zip(floats, self._float_sizes) if key[0] == "obs"
         ]
         self.obs_end = 4 * sum(self._obs_sizes)
         self.buffer = torch.zeros(
-            max(4, self._float_bytes + bool_bytes), dtype=torch.uint8, device=device
+            max(4, self._float_bytes + self._bool_bytes), dtype=torch.uint8, device=device
         )
         self._live = self._carve(self.buffer)
         self.warp_views: set[int] = set()  # ids of the views handed out (state_dict skips them)
@@ -602,7 +602,7 @@ class _OutputBuffers:
         segments = flat[:fb].view(torch.float32).split(self._float_sizes)
         for (key, shape), seg in zip(self._floats, segments, strict=True):
             out[key] = seg.view(shape) if len(shape) > 1 else seg
-        segments = flat[fb : fb + sum(self._bool_sizes)].view(torch.bool).split(self._bool_sizes)
+        segments = flat[fb : fb + self._bool_bytes].view(torch.bool).split(self._bool_sizes)
         for (key, _), seg in zip(self._bools, segments, strict=True):
             out[key] = seg
         return out
