@@ -43,3 +43,26 @@ def test_efficiency_of_a_synthetic_four_gpu_run():
     learner = [("c", 1, 10.0), ("c", 4, 9.0)]
     eff = plot_curves.efficiencies(scaling, learner)
     assert eff == {"a": [(1, 1.0), (2, 0.95), (4, 0.9)], "c": [(1, 1.0), (4, 0.9)]}
+
+
+def test_env_steps_axis_keeps_only_the_time_to_threshold_runs():
+    marks: dict = {}
+    curves, _, _ = plot_curves.collect(
+        plot_curves.load([str(DATA / "quadruped_seeds")]), marks, [], x="env_steps"
+    )
+    assert list(curves) == ["UniLab ppo on quadruped-velocity"]
+    lines = curves["UniLab ppo on quadruped-velocity"]
+    assert set(lines) == {f"q_{c}_s{s}" for c in ("cap", "eager") for s in (1, 2, 3)} | {
+        "q_upd_s1",
+        "q_upd_s2",
+    }
+    xs = [x for x, _ in lines["q_eager_s3"]]
+    assert xs == sorted(xs) and 6.0e7 < xs[-1] < 8.0e7  # env steps, not seconds
+    assert all(reached is None for _, reached, _ in marks["UniLab ppo on quadruped-velocity"])
+    # the other sources carry no env steps per point: nothing else is collected
+    everything = plot_curves.collect(plot_curves.load([str(DATA)]), {}, [], x="env_steps")
+    assert set(everything[0]) == {
+        "UniLab ppo on quadruped-velocity",
+        "UniLab fastsac on humanoid-velocity",
+    }
+    assert everything[1] == [] and everything[2] == []
