@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import io
 
 import pytest
@@ -126,3 +127,32 @@ def test_cuda_graph_survives_a_restore_and_flags_nan_actions_later():
         env.step(torch.zeros(256, 1, device="cuda"))
     with pytest.raises(ValueError, match=r"first world 17"):
         env.step(bad)  # the 4th step since the last check: the check runs after it
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+def test_cuda_graph_replays_in_order_on_the_callers_stream():
+    # The captured step is replayed on the caller's current torch stream (no cross-stream
+    # wait): on a side stream, with each action written by a slow kernel just before the step,
+    # the outputs equal those of the same steps on the default stream.
+    def run(stream: torch.cuda.Stream | None) -> list:
+        env = unilab_envs.make("cartpole-balance", num_envs=256, device="cuda", seed=6)
+        env.reset()
+        outs = []
+        big = torch.randn(2048, 2048, device="cuda")
+        ctx = torch.cuda.stream(stream) if stream is not None else contextlib.nullcontext()
+        with ctx:
+            for a in _actions(env, 12, seed=8):
+                action = torch.empty(256, 1, device="cuda")
+                # a slow producer: the action is only ready after this matmul
+                action.copy_((big @ big)[:256, :1] * 0 + a.cuda())
+                outs.append(env.step(action))
+            assert env.uses_cuda_graph
+            torch.cuda.current_stream().synchronize()
+        return outs
+
+    side = run(torch.cuda.Stream())
+    default = run(None)
+    for x, y in zip(side, default, strict=True):
+        for key in x.keys(include_nested=True, leaves_only=True):
+            torch.testing.assert_close(x[key], y[key], rtol=0, atol=0)

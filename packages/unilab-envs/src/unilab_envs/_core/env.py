@@ -18,6 +18,12 @@ Step output (TensorDict, batch_size [N], on `env.device`):
 The control step (task hooks, physics substeps, bookkeeping, resets) is a fixed sequence of
 warp launches on persistent arrays, so on CUDA it is captured once into a CUDA graph and
 replayed with `wp.capture_launch`; on CPU it runs eagerly on warp's CPU device.
+
+Streams (CUDA): the graph is captured on the env's own stream, but replayed on the caller's
+current torch stream, in order with the torch work around `step()` (the action's producer, the
+output copy, the trainer's next kernels) and without a cross-stream wait per step. Work that is
+not a replay (reset, eager steps, restores) runs on the env's stream, fenced on both sides by
+waits with the caller's stream.
 """
 
 from __future__ import annotations
@@ -34,7 +40,7 @@ import warp as wp
 from tensordict import TensorDict
 
 from unilab_envs._core import kernels
-from unilab_envs._core.reset import needs_full_reset, reset_state
+from unilab_envs._core.reset import needs_full_reset, reset_arrays, reset_state
 from unilab_envs._core.task import Task, TaskContext
 from unilab_envs.randomization import DomainRandomization, Randomizer
 
@@ -126,6 +132,7 @@ class VecEnv:
         with self._scope():
             self._build(spec, dr)
         self._graph = None
+        self._caller_streams: dict[int, wp.Stream] = {}
         self._eager_steps = 0
         self._steps = 0
         self._level_cache: float | None = None
@@ -197,14 +204,21 @@ class VecEnv:
         self.randomizer = (
             Randomizer(dr, mjm, model, data, n, spec.step_dt, dev) if dr is not None else None
         )
+        self._reset_arrays = reset_arrays(model, data)
         self.task.bind(self.ctx)
         self._raw_action_t = wp.to_torch(self._raw_action)
         self._views = self._out.views(self._out.buffer)
 
     # ------------------------------------------------------------------ device sequences
-    def _reset_masked(self, mask: wp.array) -> None:
+    def _reset_masked(self, mask: wp.array, state_reset: bool = False) -> None:
+        """Reset the worlds in `mask` and observe every world. `state_reset`: the MJWarp state
+        of those worlds was already reset (by the bookkeeping kernel)."""
         ctx = self.ctx
-        reset_state(ctx.model, ctx.data, mask, self._full_reset)
+        if not state_reset:
+            reset_state(ctx.model, ctx.data, mask, self._full_reset, self._reset_arrays)
+        if self.randomizer is None and not self.task.spec.forward_after_reset:
+            self.task.reset_and_observe(ctx, mask, self._obs)
+            return
         self.task.reset_worlds(ctx, mask)
         if self.randomizer is not None:
             self.randomizer.on_reset(ctx.seed, ctx.rng_counter, mask)
@@ -256,10 +270,12 @@ class VecEnv:
                 self._out_length,
                 self._out_log,
                 ctx.last_action,
+                int(not self._full_reset),
+                self._reset_arrays,
             ],
             device=dev,
         )
-        self._reset_masked(self._done)
+        self._reset_masked(self._done, state_reset=not self._full_reset)
 
     # ------------------------------------------------------------------ public API
     def reset(self) -> TensorDict:
@@ -292,13 +308,19 @@ class VecEnv:
         self._check_action(action)
         if not self._has_reset:
             raise RuntimeError("call env.reset() before env.step()")
-        with self._stream_ctx():
+        if self._graph is not None:
+            # The replay goes on the caller's stream: ordered after the action's producer and
+            # before the output copy below, with no wait between two streams.
+            stream = self._caller_stream()
             self._raw_action_t.copy_(action.detach())
-            with self._scope():
+            with wp.ScopedStream(stream, sync_enter=False):
                 self._sync_curriculum()
-                if self._graph is not None:
-                    wp.capture_launch(self._graph, stream=self._wp_stream)
-                else:
+            wp.capture_launch(self._graph, stream=stream)
+        else:
+            with self._stream_ctx():
+                self._raw_action_t.copy_(action.detach())
+                with self._scope():
+                    self._sync_curriculum()
                     self._control_step()
                     self._eager_steps += 1
                     if self._want_graph():
@@ -307,7 +329,7 @@ class VecEnv:
                         ) as cap:
                             self._control_step()
                         self._graph = cap.graph
-        self._wait_for_env()
+            self._wait_for_env()
         self._after_step()
         return self._outputs()
 
@@ -332,8 +354,7 @@ class VecEnv:
         per `cfg.on_overflow`. Raise the task's `Capacity` (nconmax / njmax) to fix it.
         """
         seen = wp.to_torch(self._overflow_seen)
-        if self._stream is not None:
-            self._stream.synchronize()
+        self._synchronize()
         bits = seen.cpu().numpy().copy()  # .cpu() is a no-op on CPU: copy before zeroing
         seen.zero_()
         limited = np.flatnonzero(bits & _SOLVER_LIMITS)
@@ -376,8 +397,7 @@ class VecEnv:
         """
         if not self._has_reset:
             raise RuntimeError("call env.reset() before env.state_dict()")
-        if self._stream is not None:
-            self._stream.synchronize()
+        self._synchronize()
         arrays = {
             k: wp.to_torch(a).detach().to("cpu", copy=True) for k, a in self._state_arrays().items()
         }
@@ -484,6 +504,21 @@ class VecEnv:
         if self._stream is not None:
             torch.cuda.current_stream(self.device).wait_stream(self._stream)
 
+    def _caller_stream(self) -> wp.Stream:
+        """The caller's current torch stream as a warp stream (cached per stream handle)."""
+        current = torch.cuda.current_stream(self.device)
+        stream = self._caller_streams.get(current.cuda_stream)
+        if stream is None:
+            stream = wp.stream_from_torch(current)
+            self._caller_streams[current.cuda_stream] = stream
+        return stream
+
+    def _synchronize(self) -> None:
+        """Wait on the host for the env's work: its own stream and the caller's (replays)."""
+        if self._stream is not None:
+            self._stream.synchronize()
+            torch.cuda.current_stream(self.device).synchronize()
+
     def _sync_curriculum(self) -> None:
         if self.curriculum is None:
             return
@@ -514,13 +549,13 @@ class VecEnv:
         """On CUDA: raise if a non-finite action was stepped since the last check."""
         if not (self.cfg.check_actions and self._defer_action_check):
             return
-        if self._stream is not None:
-            self._stream.synchronize()
+        self._synchronize()
         first = int(self._bad_action_world.numpy()[0])
         since, self._last_action_check = self._last_action_check, self._steps
         if first < self.num_envs:
-            with self._scope():  # on the env's stream, ordered before the next step
-                self._bad_action_world.fill_(self.num_envs)
+            # On the caller's stream, ordered before the next step (replayed there, or run
+            # on the env's stream after a wait on this one).
+            wp.to_torch(self._bad_action_world).fill_(self.num_envs)
             raise ValueError(
                 f"a non-finite action (NaN or inf) was passed to env.step in steps {since + 1}-"
                 f"{self._steps} (first world {first}); on CUDA actions are checked every "
