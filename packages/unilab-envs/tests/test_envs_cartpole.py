@@ -76,6 +76,37 @@ def test_fused_evaluate_and_observe_equals_the_two_hooks():
         assert bool(fused["policy"].abs().sum() > 0)
 
 
+def test_fused_reset_and_observe_equals_the_two_hooks():
+    from unilab_envs import Task
+
+    for name in ("cartpole-balance", "cartpole-swingup"):
+        env = unilab_envs.make(name, num_envs=16, seed=5)
+        env.reset()
+        g = torch.Generator().manual_seed(2)
+        for _ in range(10):
+            env.step(torch.rand(16, 1, generator=g) * 2 - 1)
+        ctx, results = env.ctx, []
+        state = {k: wp.to_torch(getattr(ctx.data, k)).clone() for k in ("qpos", "qvel")}
+        mask = wp.array([i % 3 == 0 for i in range(16)], dtype=wp.bool, device="cpu")
+        for hook in (type(env.task).reset_and_observe, Task.reset_and_observe):
+            for k, v in state.items():
+                wp.to_torch(getattr(ctx.data, k)).copy_(v)
+            obs = {g: wp.zeros((16, 5), dtype=float, device="cpu") for g in ("policy", "critic")}
+            with wp.ScopedDevice("cpu"):
+                hook(env.task, ctx, mask, obs)
+            out = {g: wp.to_torch(v).clone() for g, v in obs.items()}
+            out.update({k: wp.to_torch(getattr(ctx.data, k)).clone() for k in state})
+            results.append(out)
+        fused, plain = results
+        assert type(env.task).reset_and_observe is not Task.reset_and_observe
+        for key in fused:
+            assert torch.equal(fused[key], plain[key]), (name, key)
+        # the masked worlds were reset (new state), the others kept theirs
+        moved = (fused["qpos"] != state["qpos"]).any(dim=1)
+        assert moved.tolist() == [i % 3 == 0 for i in range(16)]
+        assert torch.equal(fused["policy"][:, 0], fused["qpos"][:, 0])
+
+
 def test_success_thresholds_and_limits():
     bal = unilab_envs.make("cartpole-balance", num_envs=1)
     swing = unilab_envs.make("cartpole-swingup", num_envs=1)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import warp as wp
 
+from unilab_envs._core.reset import ResetArrays, reset_world
+
 
 @wp.kernel
 def episode_bookkeeping(
@@ -25,10 +27,13 @@ def episode_bookkeeping(
     out_length: wp.array(dtype=float),
     out_log: wp.array2d(dtype=float),
     last_action: wp.array2d(dtype=float),
+    reset_physics: int,
+    physics: ResetArrays,
 ):
     # Time limit only where the state is not terminal: a terminal state is never bootstrapped.
     w = wp.tid()
-    # MJWarp's overflow bits of this step's physics, accumulated for the periodic check.
+    # MJWarp's overflow bits of this step's physics, accumulated for the periodic check (read
+    # before the reset below zeroes them).
     overflow_seen[w] = overflow_seen[w] | overflow[w]
     length = episode_length[w]
     trunc = (length >= max_steps) and (not terminated[w])
@@ -59,6 +64,10 @@ def episode_bookkeeping(
             last_action[w, a] = 0.0
         else:
             last_action[w, a] = action[w, a]
+    # The MJWarp state of a finished world back to the model's defaults, here rather than in a
+    # launch of its own (`reset_physics` = 0: the env calls `mujoco_warp.reset_data` instead).
+    if d and reset_physics != 0:
+        reset_world(w, physics)
 
 
 @wp.kernel

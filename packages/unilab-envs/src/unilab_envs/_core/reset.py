@@ -23,107 +23,114 @@ def needs_full_reset(mjm: mujoco.MjModel) -> bool:
     return sleep or extra > 0
 
 
-@wp.kernel
-def _reset_state(
-    nq: int,
-    nv: int,
-    nu: int,
-    na: int,
-    nbody: int,
-    neq: int,
-    nuserdata: int,
-    qpos0: wp.array2d(dtype=float),
-    body_mocapid: wp.array(dtype=int),
-    body_pos: wp.array2d(dtype=wp.vec3),
-    body_quat: wp.array2d(dtype=wp.quat),
-    eq_active0: wp.array(dtype=wp.bool),
-    mask: wp.array(dtype=wp.bool),
-    time: wp.array(dtype=float),
-    qpos: wp.array2d(dtype=float),
-    qvel: wp.array2d(dtype=float),
-    qacc: wp.array2d(dtype=float),
-    qacc_warmstart: wp.array2d(dtype=float),
-    qfrc_applied: wp.array2d(dtype=float),
-    ctrl: wp.array2d(dtype=float),
-    act: wp.array2d(dtype=float),
-    act_dot: wp.array2d(dtype=float),
-    xfrc_applied: wp.array2d(dtype=wp.spatial_vector),
-    mocap_pos: wp.array2d(dtype=wp.vec3),
-    mocap_quat: wp.array2d(dtype=wp.quat),
-    eq_active: wp.array2d(dtype=wp.bool),
-    userdata: wp.array2d(dtype=float),
-    overflow: wp.array(dtype=int),
-):
-    w = wp.tid()
-    if not mask[w]:
-        return
-    time[w] = 0.0
-    q0 = w % qpos0.shape[0]
-    for i in range(nq):
-        qpos[w, i] = qpos0[q0, i]
-    for i in range(nv):
-        qvel[w, i] = 0.0
-        qacc[w, i] = 0.0
-        qacc_warmstart[w, i] = 0.0
-        qfrc_applied[w, i] = 0.0
-    for i in range(nu):
-        ctrl[w, i] = 0.0
-    for i in range(na):
-        act[w, i] = 0.0
-        act_dot[w, i] = 0.0
-    bp = w % body_pos.shape[0]
-    bq = w % body_quat.shape[0]
-    for b in range(nbody):
-        xfrc_applied[w, b] = wp.spatial_vector()
-        mid = body_mocapid[b]
+@wp.struct
+class ResetArrays:
+    """What `reset_world` reads and writes: model sizes and arrays, then data arrays."""
+
+    nq: int
+    nv: int
+    nu: int
+    na: int
+    nbody: int
+    neq: int
+    nuserdata: int
+    qpos0: wp.array2d(dtype=float)
+    body_mocapid: wp.array(dtype=int)
+    body_pos: wp.array2d(dtype=wp.vec3)
+    body_quat: wp.array2d(dtype=wp.quat)
+    eq_active0: wp.array(dtype=wp.bool)
+    time: wp.array(dtype=float)
+    qpos: wp.array2d(dtype=float)
+    qvel: wp.array2d(dtype=float)
+    qacc: wp.array2d(dtype=float)
+    qacc_warmstart: wp.array2d(dtype=float)
+    qfrc_applied: wp.array2d(dtype=float)
+    ctrl: wp.array2d(dtype=float)
+    act: wp.array2d(dtype=float)
+    act_dot: wp.array2d(dtype=float)
+    xfrc_applied: wp.array2d(dtype=wp.spatial_vector)
+    mocap_pos: wp.array2d(dtype=wp.vec3)
+    mocap_quat: wp.array2d(dtype=wp.quat)
+    eq_active: wp.array2d(dtype=wp.bool)
+    userdata: wp.array2d(dtype=float)
+    overflow: wp.array(dtype=int)
+
+
+_MODEL_FIELDS = frozenset(
+    [
+        "nq",
+        "nv",
+        "nu",
+        "na",
+        "nbody",
+        "neq",
+        "nuserdata",
+        "qpos0",
+        "body_mocapid",
+        "body_pos",
+        "body_quat",
+        "eq_active0",
+    ]
+)
+
+
+def reset_arrays(m: mjw.Model, d: mjw.Data) -> ResetArrays:
+    """A `ResetArrays` of `m` and `d`. It holds the arrays themselves (persistent in an env, so
+    a captured graph stays valid): build it once, not per launch."""
+    r = ResetArrays()
+    for name in ResetArrays.vars:
+        setattr(r, name, getattr(m if name in _MODEL_FIELDS else d, name))
+    return r
+
+
+@wp.func
+def reset_world(w: int, r: ResetArrays):
+    """Resets world w's state (for a kernel that decided world w must be reset)."""
+    r.time[w] = 0.0
+    q0 = w % r.qpos0.shape[0]
+    for i in range(r.nq):
+        r.qpos[w, i] = r.qpos0[q0, i]
+    for i in range(r.nv):
+        r.qvel[w, i] = 0.0
+        r.qacc[w, i] = 0.0
+        r.qacc_warmstart[w, i] = 0.0
+        r.qfrc_applied[w, i] = 0.0
+    for i in range(r.nu):
+        r.ctrl[w, i] = 0.0
+    for i in range(r.na):
+        r.act[w, i] = 0.0
+        r.act_dot[w, i] = 0.0
+    bp = w % r.body_pos.shape[0]
+    bq = w % r.body_quat.shape[0]
+    for b in range(r.nbody):
+        r.xfrc_applied[w, b] = wp.spatial_vector()
+        mid = r.body_mocapid[b]
         if mid >= 0:
-            mocap_pos[w, mid] = body_pos[bp, b]
-            mocap_quat[w, mid] = body_quat[bq, b]
-    for i in range(neq):
-        eq_active[w, i] = eq_active0[i]
-    for i in range(nuserdata):
-        userdata[w, i] = 0.0
-    overflow[w] = 0
+            r.mocap_pos[w, mid] = r.body_pos[bp, b]
+            r.mocap_quat[w, mid] = r.body_quat[bq, b]
+    for i in range(r.neq):
+        r.eq_active[w, i] = r.eq_active0[i]
+    for i in range(r.nuserdata):
+        r.userdata[w, i] = 0.0
+    r.overflow[w] = 0
 
 
-def reset_state(m: mjw.Model, d: mjw.Data, mask: wp.array, full: bool) -> None:
-    """Reset worlds where `mask` (wp.array(dtype=bool) [nworld]) is True; see the module doc."""
+@wp.kernel
+def _reset_state(r: ResetArrays, mask: wp.array(dtype=wp.bool)):
+    w = wp.tid()
+    if mask[w]:
+        reset_world(w, r)
+
+
+def reset_state(
+    m: mjw.Model, d: mjw.Data, mask: wp.array, full: bool, arrays: ResetArrays | None = None
+) -> None:
+    """Reset worlds where `mask` (wp.array(dtype=bool) [nworld]) is True; see the module doc.
+
+    `arrays`: `reset_arrays(m, d)`, built once by the caller (built here when None).
+    """
     if full:
         mjw.reset_data(m, d, mask)
         return
-    wp.launch(
-        _reset_state,
-        dim=d.nworld,
-        inputs=[
-            m.nq,
-            m.nv,
-            m.nu,
-            m.na,
-            m.nbody,
-            m.neq,
-            m.nuserdata,
-            m.qpos0,
-            m.body_mocapid,
-            m.body_pos,
-            m.body_quat,
-            m.eq_active0,
-            mask,
-        ],
-        outputs=[
-            d.time,
-            d.qpos,
-            d.qvel,
-            d.qacc,
-            d.qacc_warmstart,
-            d.qfrc_applied,
-            d.ctrl,
-            d.act,
-            d.act_dot,
-            d.xfrc_applied,
-            d.mocap_pos,
-            d.mocap_quat,
-            d.eq_active,
-            d.userdata,
-            d.overflow,
-        ],
-    )
+    r = arrays if arrays is not None else reset_arrays(m, d)
+    wp.launch(_reset_state, dim=d.nworld, inputs=[r, mask])

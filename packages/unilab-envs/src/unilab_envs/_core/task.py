@@ -248,6 +248,18 @@ class Task(abc.ABC):
     def observe(self, ctx: TaskContext, obs: Mapping[str, wp.array]) -> None:
         """Write every observation group: `obs[group]` is wp.array2d(float32) [N, D_group]."""
 
+    def reset_and_observe(
+        self, ctx: TaskContext, mask: wp.array, obs: Mapping[str, wp.array]
+    ) -> None:
+        """`reset_worlds(ctx, mask)`, then `observe(ctx, obs)`: the end of a control step when
+        the env has no domain randomization and the task no `forward_after_reset`.
+
+        Override it to do both in one kernel when launches dominate the task's step (cart-pole
+        does); the results must equal the two calls.
+        """
+        self.reset_worlds(ctx, mask)
+        self.observe(ctx, obs)
+
     @abc.abstractmethod
     def reset_worlds(self, ctx: TaskContext, mask: wp.array) -> None:
         """Randomize the initial state of worlds where `mask` (wp.array(dtype=bool) [N]) is True.

@@ -161,6 +161,28 @@ def _evaluate_observe_pair(
     _write_obs(w, qpos, qvel, out_b)
 
 
+@wp.func
+def _reset_world(
+    w: int,
+    seed: int,
+    counter: wp.array(dtype=wp.int32),
+    angle_center: float,
+    angle_lo: float,
+    angle_hi: float,
+    level: wp.array(dtype=float),
+    x_range: float,
+    vel_range: float,
+    qpos: wp.array2d(dtype=float),
+    qvel: wp.array2d(dtype=float),
+):
+    state = world_rng(seed, counter[0], w, _STREAM_INIT)
+    amp = angle_lo + (angle_hi - angle_lo) * level[0]
+    qpos[w, 0] = wp.randf(state, -x_range, x_range)
+    qpos[w, 1] = angle_center + wp.randf(state, -amp, amp)
+    qvel[w, 0] = wp.randf(state, -vel_range, vel_range)
+    qvel[w, 1] = wp.randf(state, -vel_range, vel_range)
+
+
 @wp.kernel
 def _reset(
     seed: int,
@@ -176,14 +198,56 @@ def _reset(
     qvel: wp.array2d(dtype=float),
 ):
     w = wp.tid()
-    if not mask[w]:
-        return
-    state = world_rng(seed, counter[0], w, _STREAM_INIT)
-    amp = angle_lo + (angle_hi - angle_lo) * level[0]
-    qpos[w, 0] = wp.randf(state, -x_range, x_range)
-    qpos[w, 1] = angle_center + wp.randf(state, -amp, amp)
-    qvel[w, 0] = wp.randf(state, -vel_range, vel_range)
-    qvel[w, 1] = wp.randf(state, -vel_range, vel_range)
+    if mask[w]:
+        _reset_world(
+            w,
+            seed,
+            counter,
+            angle_center,
+            angle_lo,
+            angle_hi,
+            level,
+            x_range,
+            vel_range,
+            qpos,
+            qvel,
+        )
+
+
+@wp.kernel
+def _reset_observe_pair(
+    seed: int,
+    counter: wp.array(dtype=wp.int32),
+    mask: wp.array(dtype=wp.bool),
+    angle_center: float,
+    angle_lo: float,
+    angle_hi: float,
+    level: wp.array(dtype=float),
+    x_range: float,
+    vel_range: float,
+    qpos: wp.array2d(dtype=float),
+    qvel: wp.array2d(dtype=float),
+    out_a: wp.array2d(dtype=float),
+    out_b: wp.array2d(dtype=float),
+):
+    # `reset_worlds` and `observe` in one launch (each world's reset touches its own row only).
+    w = wp.tid()
+    if mask[w]:
+        _reset_world(
+            w,
+            seed,
+            counter,
+            angle_center,
+            angle_lo,
+            angle_hi,
+            level,
+            x_range,
+            vel_range,
+            qpos,
+            qvel,
+        )
+    _write_obs(w, qpos, qvel, out_a)
+    _write_obs(w, qpos, qvel, out_b)
 
 
 class CartpoleTask(Task):
@@ -290,23 +354,41 @@ class CartpoleTask(Task):
                 device=ctx.device,
             )
 
-    def reset_worlds(self, ctx: TaskContext, mask: wp.array) -> None:
+    def _reset_inputs(self, ctx: TaskContext, mask: wp.array) -> list:
         hi = self.init_angle_max if self._use_curriculum else self.init_angle
+        return [
+            ctx.seed,
+            ctx.rng_counter,
+            mask,
+            math.pi if self.swingup else 0.0,
+            self.init_angle,
+            hi,
+            ctx.curriculum_level,
+            0.5 if not self.swingup else 0.2,
+            0.1,
+        ]
+
+    def reset_worlds(self, ctx: TaskContext, mask: wp.array) -> None:
         wp.launch(
             _reset,
             dim=ctx.num_envs,
-            inputs=[
-                ctx.seed,
-                ctx.rng_counter,
-                mask,
-                math.pi if self.swingup else 0.0,
-                self.init_angle,
-                hi,
-                ctx.curriculum_level,
-                0.5 if not self.swingup else 0.2,
-                0.1,
-            ],
+            inputs=self._reset_inputs(ctx, mask),
             outputs=[ctx.data.qpos, ctx.data.qvel],
+            device=ctx.device,
+        )
+
+    def reset_and_observe(
+        self, ctx: TaskContext, mask: wp.array, obs: Mapping[str, wp.array]
+    ) -> None:
+        outs = list(obs.values())
+        if len(outs) != 2:
+            super().reset_and_observe(ctx, mask, obs)
+            return
+        wp.launch(
+            _reset_observe_pair,
+            dim=ctx.num_envs,
+            inputs=self._reset_inputs(ctx, mask),
+            outputs=[ctx.data.qpos, ctx.data.qvel, *outs],
             device=ctx.device,
         )
 
