@@ -54,7 +54,9 @@ scale 0.25 * effort / stiffness, default pose, initial height 0.278 m and 70 deg
 driven by UniLab's quadruped velocity task. `--mjlab-physics` (default on for go1) writes a copy
 of the MJCF with MJLab's solver options (dt 0.005 s, implicitfast, elliptic cone, impratio 10,
 10 iterations, 20 line-search iterations) and its FULL_COLLISION geom settings; njmax 300 as in
-MJLab's flat task.
+MJLab's flat task. Matmuls in TF32 (`--matmul-precision high`) as MJLab's `mjlab.scripts.train`
+sets them (`configure_torch_backends()`, TF32 on by default), unless `--matmul-precision` says
+otherwise.
 
 Writes `$OUT/ppo_e2e_<name>.json` (all numbers, per-iteration times, returns and profile rows of
 every rank; per GPU count `profile_median_s` of rank 0 and `profile_median_s_per_rank`: phase ->
@@ -589,6 +591,7 @@ def run_rank(rank: int, world: int, args, port: int, outdir: str) -> None:
         "cpus": cpus,
         "torch_threads": torch.get_num_threads(),
         "cuda_graph": env.uses_cuda_graph,
+        "matmul_precision": args.matmul_precision,
         "ppo_capture_status": getattr(ppo, "capture_status", None),
         "ppo_rollout_capture_status": getattr(ppo, "rollout_capture_status", None),
         "memory_bytes_per_env": env.memory_bytes()["per_env"],
@@ -706,9 +709,10 @@ def parse_args(argv=None):
     p.add_argument(
         "--matmul-precision",
         choices=("highest", "high", "medium"),
-        default="highest",
+        default=None,
         help="torch.set_float32_matmul_precision per rank, as `unilab train --set "
-        "runner.matmul_precision=...` (high: TF32)",
+        "runner.matmul_precision=...` (high: TF32). Default: high with --robot go1 (MJLab's "
+        "training script turns TF32 on), highest otherwise",
     )
     p.add_argument("--gpus", default=None, help="GPU counts, e.g. 1,2 (default: 1,2 if 2 GPUs)")
     p.add_argument("--iterations", type=int, default=25, help="timed iterations")
@@ -747,6 +751,8 @@ def parse_args(argv=None):
         p.error("--robot go1 needs --task quadruped-velocity")
     if args.mjlab_physics is None:
         args.mjlab_physics = args.robot == "go1"
+    if args.matmul_precision is None:
+        args.matmul_precision = "high" if args.robot == "go1" else "highest"
     if args.warmup < 1:
         p.error("--warmup must be >= 1 (the first iteration compiles and captures)")
     args.name = args.name or (args.robot if args.robot != "default" else args.task)
@@ -760,8 +766,8 @@ def print_table(results: list[dict], args) -> None:
         f"{args.steps} steps, {'-'.join(map(str, args.hidden))} ELU, {args.epochs}x"
         f"{args.mini_batches}, preset {args.preset}, PPO capture "
         f"{results[0]['ranks'][0]['ppo_capture_status']}, rollout capture "
-        f"{results[0]['ranks'][0].get('ppo_rollout_capture_status')}, "
-        f"device {results[0]['ranks'][0]['device_name']}"
+        f"{results[0]['ranks'][0].get('ppo_rollout_capture_status')}, matmul precision "
+        f"{args.matmul_precision}, device {results[0]['ranks'][0]['device_name']}"
     )
     print(f"{'GPUs':>4} {'env-steps/s':>12} {'window':>12} {'s/iter':>8} {'weak eff.':>9}")
     for r in results:

@@ -20,7 +20,13 @@ synchronized around the loop; `issue` is the host time to enqueue the loop (clos
 means launch-bound). With 2+ GPUs (and not `--no-dist`), two NCCL ranks run the default eager
 update with `unilab_dist.GradAllReduce` and with `grad_sync=None` to give the share of the
 update spent in gradient synchronization. `--quick` runs a tiny case on CPU in seconds.
-Writes `$OUT/ppo_update.json` if `$OUT` is set.
+
+`--rows` picks rows (`rsl_rl,preset,eager,cuda_graph`; default all), `--matmul-precision`
+sets `torch.set_float32_matmul_precision` first ("high": TF32, what MJLab's training script
+configures), `--kernels` adds the GPU kernels of one update of the captured learner (torch
+profiler; the eager learner's when capture is unavailable) summed by name, largest first, with
+their share of the update's kernel time. Writes `$OUT/ppo_update.json` (`--name` suffix) if
+`$OUT` is set.
 """
 
 from __future__ import annotations
@@ -37,6 +43,7 @@ import torch
 from tensordict import TensorDict
 
 DIMS, ACTIONS = {"policy": 48, "critic": 60}, 12
+ROWS = ("rsl_rl", "preset", "eager", "cuda_graph")
 
 
 def _sync(device: torch.device) -> None:
@@ -140,6 +147,49 @@ def bench_rsl_rl(n, t, hidden, reps, device):
     return times, "ok"
 
 
+def kernel_table(n, t, hidden, device, top: int = 20) -> dict:
+    """GPU kernels of one (already warmed-up) update, summed by name, largest first."""
+    from torch.profiler import ProfilerActivity, profile
+
+    capture = "cuda_graph" if device.type == "cuda" else "none"
+    ppo = _make_unilab("default", hidden, device, capture)
+    ppo.init_storage(n, t)
+    data = _rollout(n, t, seed=0)
+    for _ in range(2):  # warm-up (and capture)
+        _fill_unilab(ppo, data, n, t)
+        ppo.update()
+    _fill_unilab(ppo, data, n, t)
+    _sync(device)
+    activities = [ProfilerActivity.CPU]
+    if device.type == "cuda":
+        activities.append(ProfilerActivity.CUDA)
+    t0 = time.perf_counter()
+    with profile(activities=activities) as prof:
+        ppo.update()
+        _sync(device)
+    wall = time.perf_counter() - t0
+    kernels: dict[str, list[float]] = {}
+    for ev in prof.events():
+        if device.type == "cuda" and ev.device_type.name != "CUDA":
+            continue
+        us = ev.device_time if device.type == "cuda" else ev.cpu_time
+        entry = kernels.setdefault(ev.name, [0.0, 0])
+        entry[0] += us
+        entry[1] += 1
+    total = sum(v[0] for v in kernels.values())
+    rows = sorted(kernels.items(), key=lambda kv: -kv[1][0])
+    return {
+        "learner": ppo.capture_status,
+        "wall_s": wall,
+        "kernel_total_ms": total / 1e3,
+        "kernels": [
+            {"name": k, "ms": v[0] / 1e3, "count": v[1], "share": v[0] / total if total else 0}
+            for k, v in rows[:top]
+        ],
+        "other_kernels": len(rows) - min(top, len(rows)),
+    }
+
+
 def phases(n, t, hidden, reps, device) -> dict[str, dict[str, float]]:
     """Median seconds per update of each phase of the eager default update (see docstring)."""
     ppo = _make_unilab("default", hidden, device)
@@ -236,23 +286,36 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true", help="tiny CPU-sized case")
     ap.add_argument("--reps", type=int, default=None)
     ap.add_argument("--no-dist", action="store_true", help="skip the 2-GPU grad-sync share")
+    ap.add_argument("--rows", default=",".join(ROWS), help=f"subset of {','.join(ROWS)}")
+    ap.add_argument("--no-phases", action="store_true", help="skip the eager phase breakdown")
+    ap.add_argument("--kernels", action="store_true", help="kernel table of one update")
+    ap.add_argument("--matmul-precision", choices=("highest", "high", "medium"), default="highest")
+    ap.add_argument("--name", default="", help="suffix of the JSON's name")
     args = ap.parse_args()
+    rows_wanted = [r for r in args.rows.split(",") if r]
+    unknown = sorted(set(rows_wanted) - set(ROWS))
+    if unknown:
+        ap.error(f"--rows: unknown {unknown}; choose from {','.join(ROWS)}")
+    torch.set_float32_matmul_precision(args.matmul_precision)
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     if args.quick:
         n, t, hidden, reps = 128, 8, (64, 32), args.reps or 3
     else:
         n, t, hidden, reps = 4096, 24, (512, 256, 128), args.reps or 10
     rows: dict[str, dict] = {}
-    runs = (
-        ("rsl_rl 5.4.2 PPO", lambda: bench_rsl_rl(n, t, hidden, reps, device)),
-        ("unilab rsl_rl preset", lambda: bench_unilab("rsl_rl", n, t, hidden, reps, device)),
-        ("unilab eager", lambda: bench_unilab("default", n, t, hidden, reps, device)),
-        (
+    runs = {
+        "rsl_rl": ("rsl_rl 5.4.2 PPO", lambda: bench_rsl_rl(n, t, hidden, reps, device)),
+        "preset": (
+            "unilab rsl_rl preset",
+            lambda: bench_unilab("rsl_rl", n, t, hidden, reps, device),
+        ),
+        "eager": ("unilab eager", lambda: bench_unilab("default", n, t, hidden, reps, device)),
+        "cuda_graph": (
             "unilab cuda_graph",
             lambda: bench_unilab("default", n, t, hidden, reps, device, capture="cuda_graph"),
         ),
-    )
-    for name, fn in runs:
+    }
+    for name, fn in (runs[r] for r in ROWS if r in rows_wanted):
         try:
             times, status = fn()
         except Exception as err:  # a failing row must not hide the others
@@ -261,7 +324,8 @@ def main() -> None:
         rows[name] = {"status": status}
         if times:
             rows[name].update(median_s=statistics.median(times), times_s=times)
-    breakdown = phases(n, t, hidden, reps, device)
+    breakdown = {} if args.no_phases else phases(n, t, hidden, reps, device)
+    kernels = kernel_table(n, t, hidden, device) if args.kernels else None
     dist_row = None
     if not args.no_dist and not args.quick:
         try:
@@ -277,24 +341,40 @@ def main() -> None:
         "epochs": 5,
         "mini_batches": 4,
         "torch": torch.__version__,
+        "matmul_precision": args.matmul_precision,
         "results": rows,
+        "kernels": kernels,
         "phases_eager": breakdown,
         "two_gpu": dist_row,
     }
     if os.environ.get("OUT"):
         os.makedirs(os.environ["OUT"], exist_ok=True)
-        with open(os.path.join(os.environ["OUT"], "ppo_update.json"), "w") as f:
+        with open(os.path.join(os.environ["OUT"], f"ppo_update{args.name}.json"), "w") as f:
             json.dump(result, f, indent=2)
     ref = rows.get("rsl_rl 5.4.2 PPO", {}).get("median_s")
-    print(f"\nPPO update, {n} envs x {t} steps, 5x4 mini-batches, {hidden}, {result['device']}")
+    print(
+        f"\nPPO update, {n} envs x {t} steps, 5x4 mini-batches, {hidden}, {result['device']}, "
+        f"matmul precision {args.matmul_precision}"
+    )
     print(f"{'implementation':<24}{'median s':>11}{'vs rsl_rl':>11}  status")
     for name, row in rows.items():
         med = row.get("median_s")
         speed = f"{ref / med:>10.2f}x" if med and ref else f"{'-':>11}"
         print(f"{name:<24}{med if med else float('nan'):>11.4f}{speed}  {row['status']}")
-    print(f"\nwhere time goes (eager default, per update){'':<4}{'total s':>10}{'issue s':>10}")
-    for name, row in breakdown.items():
-        print(f"  {name:<44}{row['median_s']:>10.4f}{row['issue_s']:>10.4f}")
+    if breakdown:
+        print(f"\nwhere time goes (eager default, per update){'':<4}{'total s':>10}{'issue s':>10}")
+        for name, row in breakdown.items():
+            print(f"  {name:<44}{row['median_s']:>10.4f}{row['issue_s']:>10.4f}")
+    if kernels:
+        what = "kernel time" if device.type == "cuda" else "CPU op time (nested ops counted twice)"
+        print(
+            f"\nkernels of one update ({kernels['learner']}): {kernels['kernel_total_ms']:.2f} ms "
+            f"of {what} in {kernels['wall_s'] * 1e3:.2f} ms (profiled)"
+        )
+        for k in kernels["kernels"]:
+            print(
+                f"  {k['ms']:>8.3f} ms {100 * k['share']:>5.1f}% x{k['count']:<5} {k['name'][:90]}"
+            )
     if dist_row and "sync_share" in dist_row:
         print(
             f"\n2 GPUs: update {dist_row['update_with_grad_sync_s']:.4f} s with GradAllReduce, "
