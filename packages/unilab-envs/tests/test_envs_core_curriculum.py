@@ -84,6 +84,30 @@ def test_domain_randomization_draws_per_world_within_ranges():
     assert not torch.equal(wp.to_torch(env.ctx.model.body_mass), first)  # redrawn per reset
 
 
+def test_mass_randomization_keeps_subtree_masses_and_the_centre_of_mass_exact():
+    import mujoco_warp as mjw
+
+    dr = DomainRandomization(mass_scale=(0.5, 1.5))
+    env = unilab_envs.make("quadruped-velocity", num_envs=4, seed=1, randomization=dr)
+    env.reset()
+    mass = wp.to_torch(env.ctx.model.body_mass).double()  # [4, nbody]
+    subtree = wp.to_torch(env.ctx.model.body_subtreemass).double()
+    parent = env.mjm.body_parentid
+    expected = mass.clone()
+    for b in range(env.mjm.nbody - 1, 0, -1):
+        expected[:, parent[b]] += expected[:, b]
+    assert subtree.shape == (4, env.mjm.nbody)
+    torch.testing.assert_close(subtree, expected, rtol=1e-5, atol=1e-6)
+    assert not torch.allclose(subtree[:, 0], torch.tensor(env.mjm.body_subtreemass[0]).double())
+    # the whole robot's centre of mass, as MJWarp computes it, is the mass-weighted mean
+    with wp.ScopedDevice("cpu"):
+        mjw.forward(env.ctx.model, env.ctx.data)
+    xipos = wp.to_torch(env.ctx.data.xipos).double()  # [4, nbody, 3]
+    com = (mass[:, 1:, None] * xipos[:, 1:]).sum(1) / mass[:, 1:].sum(1, keepdim=True)
+    root = wp.to_torch(env.ctx.data.subtree_com).double()[:, 1]
+    torch.testing.assert_close(root, com, rtol=1e-4, atol=1e-5)
+
+
 def test_pushes_change_velocity_at_the_interval():
     step_dt = 0.02
     dr = DomainRandomization(

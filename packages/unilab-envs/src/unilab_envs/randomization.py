@@ -8,7 +8,10 @@ for the worlds being reset, inside the captured control step. Draws come from
 Ranges are (low, high) multiplicative scales of the MJCF's nominal values, drawn uniformly:
 - `friction_scale`: one factor per world for the sliding friction of every geom;
 - `mass_scale`: one factor per (world, body) for mass and inertia together (bodies named in
-  `mass_bodies`, default all but the world body);
+  `mass_bodies`, default all but the world body); each world's subtree masses follow (so
+  subtree centres of mass stay exact), while the constraint solver's `body_invweight0` /
+  `dof_invweight0` (from the nominal inertia at `qpos0`, which sets how soft contacts and limits
+  are) keep their nominal values: recomputing them takes a factorization per world;
 - `actuator_gain_scale`: one factor per (world, actuator) for `gainprm[0]`, `biasprm[1]` and
   `biasprm[2]` together (for a `position` actuator that scales kp and kv; a `motor` has no
   bias, so it scales its gear-like gain).
@@ -75,6 +78,7 @@ class DomainRandomization:
         if self.mass_scale is not None:
             out["body_mass"] = num_envs
             out["body_inertia"] = num_envs
+            out["body_subtreemass"] = num_envs
         if self.actuator_gain_scale is not None:
             out["actuator_gainprm"] = num_envs
             out["actuator_biasprm"] = num_envs
@@ -122,6 +126,25 @@ def _mass_kernel(
     s = wp.randf(state, lo, hi)
     mass[w, b] = nominal_mass[b] * s
     inertia[w, b] = nominal_inertia[b] * s
+
+
+@wp.kernel
+def _subtree_mass_kernel(
+    mask: wp.array(dtype=wp.bool),
+    nbody: int,
+    parent: wp.array(dtype=int),
+    mass: wp.array2d(dtype=float),
+    subtree: wp.array2d(dtype=float),
+):
+    # body_subtreemass of a reset world from its new masses (bodies are numbered parents first).
+    w = wp.tid()
+    if not mask[w]:
+        return
+    for b in range(nbody):
+        subtree[w, b] = mass[w, b]
+    for k in range(nbody - 1):
+        b = nbody - 1 - k
+        subtree[w, parent[b]] = subtree[w, parent[b]] + subtree[w, b]
 
 
 @wp.kernel
@@ -270,6 +293,13 @@ class Randomizer:
                     hi,
                 ],
                 outputs=[self.model.body_mass, self.model.body_inertia],
+                device=self.device,
+            )
+            wp.launch(
+                _subtree_mass_kernel,
+                dim=n,
+                inputs=[mask, self.nbody, self.model.body_parentid, self.model.body_mass],
+                outputs=[self.model.body_subtreemass],
                 device=self.device,
             )
         if cfg.actuator_gain_scale is not None and self.nu > 0:
