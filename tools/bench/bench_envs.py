@@ -253,6 +253,15 @@ def _make_env(name: str, n: int, device: str, **config):
     )
 
 
+def _write(args, name: str, rows: list[dict]) -> None:
+    """`$OUT/<name>` with the rows so far (after every row: a run cut short keeps its rows)."""
+    out = os.environ.get("OUT")
+    if out:
+        os.makedirs(out, exist_ok=True)
+        with open(os.path.join(out, name), "w") as f:
+            json.dump({"args": vars(args), "rows": rows}, f, indent=2)
+
+
 def run_table(args, tasks, counts, steps, reps) -> list[dict]:
     rows = []
     for name in tasks:
@@ -278,6 +287,7 @@ def run_table(args, tasks, counts, steps, reps) -> list[dict]:
                 "cuda_graph": env.uses_cuda_graph,
             }
             rows.append(row)
+            _write(args, "envs.json", rows)
             print(
                 f"{name} {n}: env {env_sps:.0f}/s, fresh raw {fresh:.0f}/s "
                 f"({row['ratio']:.2f}); same-state env {same['env_steps_per_s']:.0f}/s, "
@@ -658,10 +668,7 @@ def main() -> None:
                 json.dump({"args": vars(args), "rows": rows}, f, indent=2)
         print_split(rows)
         return
-    rows = run_table(args, tasks, counts, steps, reps)
-    if out:
-        with open(os.path.join(out, "envs.json"), "w") as f:
-            json.dump({"args": vars(args), "rows": rows}, f, indent=2)
+    rows = run_table(args, tasks, counts, steps, reps)  # writes envs.json after every row
     print_table(rows)
 
 
