@@ -161,70 +161,48 @@ def _evaluate_observe_pair(
     _write_obs(w, qpos, qvel, out_b)
 
 
+@wp.struct
+class _ResetParams:
+    """What a reset draws from: the env's seed and RNG counter, the initial-state ranges."""
+
+    seed: int
+    counter: wp.array(dtype=wp.int32)
+    angle_center: float
+    angle_lo: float
+    angle_hi: float
+    level: wp.array(dtype=float)
+    x_range: float
+    vel_range: float
+
+
 @wp.func
 def _reset_world(
-    w: int,
-    seed: int,
-    counter: wp.array(dtype=wp.int32),
-    angle_center: float,
-    angle_lo: float,
-    angle_hi: float,
-    level: wp.array(dtype=float),
-    x_range: float,
-    vel_range: float,
-    qpos: wp.array2d(dtype=float),
-    qvel: wp.array2d(dtype=float),
+    w: int, p: _ResetParams, qpos: wp.array2d(dtype=float), qvel: wp.array2d(dtype=float)
 ):
-    state = world_rng(seed, counter[0], w, _STREAM_INIT)
-    amp = angle_lo + (angle_hi - angle_lo) * level[0]
-    qpos[w, 0] = wp.randf(state, -x_range, x_range)
-    qpos[w, 1] = angle_center + wp.randf(state, -amp, amp)
-    qvel[w, 0] = wp.randf(state, -vel_range, vel_range)
-    qvel[w, 1] = wp.randf(state, -vel_range, vel_range)
+    state = world_rng(p.seed, p.counter[0], w, _STREAM_INIT)
+    amp = p.angle_lo + (p.angle_hi - p.angle_lo) * p.level[0]
+    qpos[w, 0] = wp.randf(state, -p.x_range, p.x_range)
+    qpos[w, 1] = p.angle_center + wp.randf(state, -amp, amp)
+    qvel[w, 0] = wp.randf(state, -p.vel_range, p.vel_range)
+    qvel[w, 1] = wp.randf(state, -p.vel_range, p.vel_range)
 
 
 @wp.kernel
 def _reset(
-    seed: int,
-    counter: wp.array(dtype=wp.int32),
+    p: _ResetParams,
     mask: wp.array(dtype=wp.bool),
-    angle_center: float,
-    angle_lo: float,
-    angle_hi: float,
-    level: wp.array(dtype=float),
-    x_range: float,
-    vel_range: float,
     qpos: wp.array2d(dtype=float),
     qvel: wp.array2d(dtype=float),
 ):
     w = wp.tid()
     if mask[w]:
-        _reset_world(
-            w,
-            seed,
-            counter,
-            angle_center,
-            angle_lo,
-            angle_hi,
-            level,
-            x_range,
-            vel_range,
-            qpos,
-            qvel,
-        )
+        _reset_world(w, p, qpos, qvel)
 
 
 @wp.kernel
 def _reset_observe_pair(
-    seed: int,
-    counter: wp.array(dtype=wp.int32),
+    p: _ResetParams,
     mask: wp.array(dtype=wp.bool),
-    angle_center: float,
-    angle_lo: float,
-    angle_hi: float,
-    level: wp.array(dtype=float),
-    x_range: float,
-    vel_range: float,
     qpos: wp.array2d(dtype=float),
     qvel: wp.array2d(dtype=float),
     out_a: wp.array2d(dtype=float),
@@ -233,19 +211,7 @@ def _reset_observe_pair(
     # `reset_worlds` and `observe` in one launch (each world's reset touches its own row only).
     w = wp.tid()
     if mask[w]:
-        _reset_world(
-            w,
-            seed,
-            counter,
-            angle_center,
-            angle_lo,
-            angle_hi,
-            level,
-            x_range,
-            vel_range,
-            qpos,
-            qvel,
-        )
+        _reset_world(w, p, qpos, qvel)
     _write_obs(w, qpos, qvel, out_a)
     _write_obs(w, qpos, qvel, out_b)
 
@@ -354,25 +320,21 @@ class CartpoleTask(Task):
                 device=ctx.device,
             )
 
-    def _reset_inputs(self, ctx: TaskContext, mask: wp.array) -> list:
-        hi = self.init_angle_max if self._use_curriculum else self.init_angle
-        return [
-            ctx.seed,
-            ctx.rng_counter,
-            mask,
-            math.pi if self.swingup else 0.0,
-            self.init_angle,
-            hi,
-            ctx.curriculum_level,
-            0.5 if not self.swingup else 0.2,
-            0.1,
-        ]
+    def bind(self, ctx: TaskContext) -> None:
+        # The reset's parameters in one struct, built once (its arrays are the env's own).
+        p = _ResetParams()
+        p.seed, p.counter, p.level = ctx.seed, ctx.rng_counter, ctx.curriculum_level
+        p.angle_center = math.pi if self.swingup else 0.0
+        p.angle_lo = self.init_angle
+        p.angle_hi = self.init_angle_max if self._use_curriculum else self.init_angle
+        p.x_range, p.vel_range = (0.5 if not self.swingup else 0.2), 0.1
+        self._reset_params = p
 
     def reset_worlds(self, ctx: TaskContext, mask: wp.array) -> None:
         wp.launch(
             _reset,
             dim=ctx.num_envs,
-            inputs=self._reset_inputs(ctx, mask),
+            inputs=[self._reset_params, mask],
             outputs=[ctx.data.qpos, ctx.data.qvel],
             device=ctx.device,
         )
@@ -387,7 +349,7 @@ class CartpoleTask(Task):
         wp.launch(
             _reset_observe_pair,
             dim=ctx.num_envs,
-            inputs=self._reset_inputs(ctx, mask),
+            inputs=[self._reset_params, mask],
             outputs=[ctx.data.qpos, ctx.data.qvel, *outs],
             device=ctx.device,
         )
