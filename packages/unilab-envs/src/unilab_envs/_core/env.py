@@ -207,6 +207,7 @@ class VecEnv:
         self._reset_arrays = reset_arrays(model, data)
         self.task.bind(self.ctx)
         self._raw_action_t = wp.to_torch(self._raw_action)
+        self._level_t = wp.to_torch(self.ctx.curriculum_level)
         self._views = self._out.views(self._out.buffer)
 
     # ------------------------------------------------------------------ device sequences
@@ -311,11 +312,9 @@ class VecEnv:
         if self._graph is not None:
             # The replay goes on the caller's stream: ordered after the action's producer and
             # before the output copy below, with no wait between two streams.
-            stream = self._caller_stream()
             self._raw_action_t.copy_(action.detach())
-            with wp.ScopedStream(stream, sync_enter=False):
-                self._sync_curriculum()
-            wp.capture_launch(self._graph, stream=stream)
+            self._sync_curriculum()
+            wp.capture_launch(self._graph, stream=self._caller_stream())
         else:
             with self._stream_ctx():
                 self._raw_action_t.copy_(action.detach())
@@ -525,7 +524,8 @@ class VecEnv:
         level = float(self.curriculum.level)
         if level != self._level_cache:
             self._level_cache = level
-            self.ctx.curriculum_level.fill_(level)
+            # A torch op: on the current torch stream, the one the step runs on next.
+            self._level_t.fill_(level)
 
     def _after_step(self) -> None:
         """Step counting and the periodic host-side checks (one host sync each)."""

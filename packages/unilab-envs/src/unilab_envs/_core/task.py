@@ -24,10 +24,13 @@ Order of one control step (`env.step(action)`):
    action history as in 5; 5 and 6 are `task.evaluate_and_observe`, which a task may
    override to fuse them); then the env computes `truncated` (time limit, only where not
    terminated), `done` and the episode statistics;
-7. for worlds that are done: `mujoco_warp.reset_data` (masked), `task.reset_worlds(ctx, mask)`
-   (randomized initial state), domain randomization draws, action history cleared;
+7. for worlds that are done: their MJWarp state restored (inside the bookkeeping kernel, or
+   `mujoco_warp.reset_data` for models with state it does not cover), action history cleared,
+   `task.reset_worlds(ctx, mask)` (randomized initial state), domain randomization draws,
    `mujoco_warp.forward` if `task.forward_after_reset`;
-8. `task.observe(ctx, obs)` writes the observations the policy sees next.
+8. `task.observe(ctx, obs)` writes the observations the policy sees next (without domain
+   randomization and `forward_after_reset`, 7's `reset_worlds` and 8 are one call,
+   `task.reset_and_observe`, which a task may override to fuse them).
 
 `env.reset()` advances the counter and runs 7-8 for every world (all masked) with
 `ctx.episode_length` zeroed. Every kernel of one step or reset reads the same counter value.
