@@ -26,3 +26,23 @@ def test_a_level_curriculum_moves_on_runner_metrics() -> None:
     assert curriculum.state_dict()["index"] == 1
     none_ended = means_from_sums({"episode/count": 0.0, "episode_term/track_lin_vel_sum": 0.0})
     assert not curriculum.update(curriculum_metrics(none_ended, curriculum.metric_keys))
+
+
+def test_play_restores_the_trained_curriculum_level() -> None:
+    from types import SimpleNamespace
+
+    from unilab_integration._policy import restore_curriculum
+
+    def env():
+        curriculum = LevelCurriculum(metric="track_lin_vel", num_levels=5, up_threshold=1.0)
+        return SimpleNamespace(curriculum=curriculum)
+
+    trained = LevelCurriculum(metric="track_lin_vel", num_levels=5, up_threshold=1.0)
+    trained.update({"track_lin_vel": 2.0})
+    trained.update({"track_lin_vel": 2.0})
+    fresh = env()
+    assert restore_curriculum(fresh, {"curriculum": [trained.state_dict(), None]}) == 0.5
+    assert fresh.curriculum.state_dict() == trained.state_dict()
+    # no state in the checkpoint: the env keeps its own; no curriculum at all: None
+    assert restore_curriculum(env(), {"curriculum": [None]}) == 0.0
+    assert restore_curriculum(SimpleNamespace(), {"curriculum": [trained.state_dict()]}) is None

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 import torch
 
+from unilab_envs import make_task
 from unilab_integration import (
     apply_overrides,
     export_onnx,
@@ -20,7 +21,7 @@ from unilab_integration import (
     play,
     train,
 )
-from unilab_integration._policy import policy_from_checkpoint
+from unilab_integration._policy import play_episodes, policy_from_checkpoint
 from unilab_integration.cli import main
 
 pytestmark = pytest.mark.slow
@@ -216,6 +217,20 @@ def test_play_returns_episodes(straight):
     run_dir, _ = straight
     returns = play(run_dir, episodes=3, num_envs=4, seed=1)
     assert len(returns) == 3 and all(math.isfinite(r) for r in returns)
+
+
+def test_play_reports_each_reward_term_per_episode(straight, capsys):
+    run_dir, _ = straight
+    result = play_episodes(run_dir, episodes=5, num_envs=4, seed=1)
+    assert result.curriculum_level is None  # cart-pole has no curriculum
+    assert set(result.terms) == set(make_task("cartpole-balance").spec.log_terms)
+    assert all(len(v) == len(result.returns) == 5 for v in result.terms.values())
+    # the terms are the return's parts, episode by episode
+    summed = [sum(parts) for parts in zip(*result.terms.values(), strict=True)]
+    np.testing.assert_allclose(summed, result.returns, rtol=1e-4, atol=1e-4)
+    assert main(["play", str(run_dir), "--episodes", "2", "--num-envs", "2"]) == 0
+    out = capsys.readouterr().out
+    assert all(f"  {name}" in out for name in result.terms)
 
 
 def test_distillation_from_ppo_teacher(straight, tmp_path):

@@ -4,6 +4,7 @@
         [--preset default] [--gpus 0 | --cpu-workers N] [--num-envs N] [--threshold R]
         [--patience 2] [--max-seconds 540] [--max-iterations 100000] [--keep-going]
         [--set key.path=value ...] [--name NAME] [--run-dir DIR] [--quick]
+        [--save-interval N] [--eval-episodes E [--eval-envs N] [--eval-seed S]]
 
 The run is composed exactly as `unilab train` does it: `unilab_integration.make_config(task,
 algo, preset=...)`, then `apply_overrides` with the flags above and `--set`, saved with
@@ -29,8 +30,16 @@ its `perf/iteration_s`; what plot_curves.py plots); `train_s` the sum of `perf/i
 Output: prints a short table last; with $OUT set writes `$OUT/ttt_<name>.json` ({"args",
 "config", "threshold", "result", "curves": {label: {"points": [{iteration, wall_s, time_s,
 train_s, env_steps, mean_return, mean_length, episodes, steps_per_s, curriculum_level, terms:
-{term: episode sum}, learner: {metric: value}}]}}}) and copies the run's `metrics.jsonl` and `config.json` to
-`$OUT/ttt_<name>/`.
+{term: episode sum}, learner: {metric: value}}]}}}) and copies the run's `metrics.jsonl` and
+`config.json` to `$OUT/ttt_<name>/`.
+
+Evaluation (`--eval-episodes E`): after the run, the last checkpoint's deterministic policy
+(the action mean, as `unilab play` runs it) plays E episodes in `--eval-envs` worlds
+(default min(E, 4096)) at the curriculum level it was trained at; `result.eval` holds its
+mean return, whether that reaches the threshold, and each reward term's mean episode sum.
+Training returns are the exploring policy's; the evaluation tells how much of a gap to the
+threshold is exploration noise. A run stopped at the wall-clock cap writes no checkpoint of
+its own: give `--save-interval N` so that one at most N iterations old exists.
 
 Defaults: humanoid-velocity + fastsac on GPU 0 (or one CPU worker without CUDA). The PPO
 quadruped run: `--task quadruped-velocity --algo ppo`. `--quick`: cartpole-balance + ppo on 2
@@ -89,7 +98,9 @@ def compose(args):
         f"runner.run_name={json.dumps(run_dir.name)}",
         "runner.progress=false",
         "runner.tensorboard=false",
-        f"runner.save_interval={args.max_iterations}",  # one checkpoint, at the end
+        # one checkpoint at the end of a run that ends itself; --save-interval for runs that the
+        # wall-clock cap stops (a stopped run writes none), e.g. to evaluate them afterwards
+        f"runner.save_interval={args.save_interval or args.max_iterations}",
     ]
     own = task_threshold(args.task)
     threshold = own if args.threshold is None else args.threshold
@@ -215,6 +226,44 @@ def follow(proc: subprocess.Popen, metrics: Path, t_launch: float, args, thresho
         time.sleep(0.1)
 
 
+def evaluate(run_dir: Path, args, threshold: float) -> dict:
+    """The last checkpoint's deterministic policy (`unilab play`) on `--eval-episodes` episodes.
+
+    Training returns are those of the exploring policy; this is what the learned policy itself
+    earns, at the curriculum level it was trained at, with each reward term's mean episode sum.
+    """
+    from unilab_integration._checkpoint import load_checkpoint
+    from unilab_integration._policy import play_episodes
+    from unilab_integration._train import _quiet_warp
+
+    _quiet_warp()
+
+    if not (run_dir / "checkpoints").is_dir():
+        return {"error": "the run wrote no checkpoint (give --save-interval for capped runs)"}
+    device = f"cuda:{args.gpus.split(',')[0]}" if args.gpus else "cpu"
+    ckpt = load_checkpoint(run_dir)
+    t0 = time.perf_counter()
+    played = play_episodes(
+        run_dir,
+        episodes=args.eval_episodes,
+        num_envs=args.eval_envs or min(args.eval_episodes, 4096),
+        seed=args.eval_seed,
+        device=device,
+    )
+    returns = played.returns
+    mean = sum(returns) / len(returns) if returns else None
+    return {
+        "iteration": int(ckpt["iteration"]),
+        "env_steps": float(ckpt["counters"]["env_steps_global"]),
+        "episodes": len(returns),
+        "mean_return": mean,
+        "reaches_threshold": mean is not None and mean >= threshold,
+        "curriculum_level": played.curriculum_level,
+        "terms": {k: sum(v) / len(v) for k, v in played.terms.items() if v},
+        "seconds": time.perf_counter() - t0,
+    }
+
+
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--task", default="humanoid-velocity")
@@ -228,6 +277,15 @@ def main(argv=None) -> None:
     ap.add_argument("--max-seconds", type=float, default=540.0, help="cap since the launch")
     ap.add_argument("--max-iterations", type=int, default=100000)
     ap.add_argument("--keep-going", action="store_true", help="train to the cap")
+    ap.add_argument("--save-interval", type=int, default=None, help="checkpoint every N iterations")
+    ap.add_argument(
+        "--eval-episodes",
+        type=int,
+        default=0,
+        help="afterwards, play the last checkpoint's deterministic policy for N episodes",
+    )
+    ap.add_argument("--eval-envs", type=int, default=None, help="worlds of the evaluation")
+    ap.add_argument("--eval-seed", type=int, default=12345)
     ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
     ap.add_argument("--name", default=None)
     ap.add_argument("--run-dir", default=None, help="parent folder of the run (default a tmp dir)")
@@ -239,6 +297,10 @@ def main(argv=None) -> None:
         return
     if args.patience < 1:
         raise SystemExit("--patience must be >= 1")
+    if args.save_interval is not None and args.save_interval < 1:
+        raise SystemExit("--save-interval must be >= 1")
+    if args.eval_episodes < 0:
+        raise SystemExit("--eval-episodes must be >= 0")
     if args.quick:
         args.task, args.algo, args.cpu_workers, args.gpus = "cartpole-balance", "ppo", 2, None
         args.max_seconds = min(args.max_seconds, 150.0)
@@ -309,6 +371,8 @@ def main(argv=None) -> None:
         "failed": failed,
         "log_tail": tail if failed else None,
     }
+    if args.eval_episodes and not failed:
+        result["eval"] = evaluate(run_dir, args, threshold)
     label = f"{args.algo} {args.task}, {where}"
     doc = {
         "kind": "time_to_threshold",
@@ -347,6 +411,16 @@ def main(argv=None) -> None:
     )
     if not r["reached"]:
         print(f"not reached in {total_s:.0f} s ({stop_reason})")
+    ev = r.get("eval")
+    if ev and "error" in ev:
+        print(f"evaluation: {ev['error']}")
+    elif ev:
+        terms = ", ".join(f"{k} {v:+.3g}" for k, v in ev["terms"].items())
+        print(
+            f"deterministic policy of iteration {ev['iteration']}: mean return "
+            f"{f(ev['mean_return'], '.4g')} over {ev['episodes']} episodes (curriculum level "
+            f"{ev['curriculum_level']}); {terms}"
+        )
     if failed:
         raise SystemExit(1)
 

@@ -126,9 +126,15 @@ class PlayResult:
         fps: the video's frame rate (frames per s).
         video_lengths: lengths in control steps of world 0's recorded episodes.
         video_returns: returns of world 0's recorded episodes.
+        terms: the task's reward terms: for each, its sum over each of the episodes in
+            `returns` (same order); empty for an env without per-term episode sums.
+        curriculum_level: the curriculum level the episodes ran at (restored from the
+            checkpoint, rank 0's), or None for a task without a curriculum.
     """
 
     returns: list[float]
+    terms: dict[str, list[float]] = attrs.field(factory=dict)
+    curriculum_level: float | None = None
     video: Path | None = None
     frames: int = 0
     fps: float | None = None
@@ -241,10 +247,12 @@ def play_episodes(
     env = unilab_envs.make(
         config.task, num_envs=num_envs, device=device, seed=seed, **dict(config.env.kwargs)
     )
+    level = restore_curriculum(env, ckpt)
     wanted = max(episodes, video_episodes if video is not None else 0)
     limit = max_steps if max_steps is not None else 10 * int(env.max_episode_steps) * wanted
     rate = float(fps) if fps is not None else 1.0 / float(env.step_dt)
     returns: list[float] = []
+    terms: dict[str, list[float]] = {}
     lengths: list[int] = []
     vreturns: list[float] = []
     obs = env.reset()
@@ -263,6 +271,8 @@ def play_episodes(
                 done = step["done"]
                 if bool(done.any()):
                     returns += step["episode", "return"][done].tolist()
+                    for name in _term_names(step):
+                        terms.setdefault(name, []).extend(step["episode", name][done].tolist())
                 if recording:
                     if bool(done[0]):
                         lengths.append(int(step["episode", "length"][0]))
@@ -285,12 +295,37 @@ def play_episodes(
         )
     return PlayResult(
         returns=returns[:episodes],
+        terms={name: values[:episodes] for name, values in terms.items()},
+        curriculum_level=level,
         video=Path(video) if writer is not None else None,
         frames=writer.frames if writer is not None else 0,
         fps=rate if writer is not None else None,
         video_lengths=tuple(lengths),
         video_returns=tuple(vreturns),
     )
+
+
+def _term_names(step: Any) -> list[str]:
+    """The per-term episode sums an env step carries: ("episode", name) beside return/length."""
+    if "episode" not in step.keys():  # noqa: SIM118 (TensorDict has no `in`)
+        return []
+    return [k for k in step["episode"].keys() if k not in ("return", "length")]  # noqa: SIM118
+
+
+def restore_curriculum(env: Any, ckpt: dict[str, Any]) -> float | None:
+    """Put rank 0's curriculum state from `ckpt` into `env` (before its reset); return the level.
+
+    A policy is evaluated under the commands it was trained at: without this, a fresh env
+    starts at the curriculum's first level. Returns None when the env has no curriculum; a
+    checkpoint without curriculum state (an env that had none) leaves the env as it is.
+    """
+    curriculum = getattr(env, "curriculum", None)
+    if curriculum is None:
+        return None
+    states = ckpt.get("curriculum") or [None]
+    if states[0] is not None:
+        curriculum.load_state_dict(states[0])
+    return float(curriculum.level)
 
 
 def play(

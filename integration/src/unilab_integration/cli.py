@@ -166,6 +166,9 @@ def _train(args: argparse.Namespace) -> int:
 
 def _play(args: argparse.Namespace) -> int:
     from ._policy import play_episodes
+    from ._train import _quiet_warp
+
+    _quiet_warp()  # warp's per-module load lines would bury the returns
 
     video: dict = {}
     if args.video:
@@ -203,7 +206,13 @@ def _play(args: argparse.Namespace) -> int:
     for i, r in enumerate(returns):
         print(f"episode {i}: return {r:.4f}")
     if returns:
-        print(f"mean return {sum(returns) / len(returns):.4f} over {len(returns)} episodes")
+        level = result.curriculum_level
+        at = "" if level is None else f" (curriculum level {level:g}, from the checkpoint)"
+        print(f"mean return {sum(returns) / len(returns):.4f} over {len(returns)} episodes{at}")
+    if result.terms:  # where the return comes from: each reward term's mean episode sum
+        width = max(len(name) for name in result.terms)
+        for name, values in result.terms.items():
+            print(f"  {name:<{width}}  {sum(values) / max(len(values), 1):+.4f}")
     if result.video is not None:
         print(
             f"wrote {result.video}: {result.frames} frames at {result.fps:g} fps, world 0's "
