@@ -306,6 +306,11 @@ def test_fastsac_trains_and_resumes_bit_for_bit_with_its_replay(tmp_path):
     ]
     with pytest.raises(ValueError, match="save_replay applies to fastsac"):
         apply_overrides(make_config("cartpole-balance", "ppo"), ["runner.save_replay=true"])
+    # a FastSAC checkpoint plays (deterministic policy) and exports like a PPO one
+    played = play_episodes(run_dir, episodes=2, num_envs=2, seed=1)
+    assert len(played.returns) == 2 and set(played.terms) >= {"alive"}
+    out = export_onnx(run_dir, tmp_path / "sac.onnx")
+    assert out.is_file() and out.stat().st_size > 0
 
 
 def test_nan_observation_stops_the_run(tmp_path, capsys):

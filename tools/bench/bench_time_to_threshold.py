@@ -4,7 +4,8 @@
         [--preset default] [--gpus 0 | --cpu-workers N] [--num-envs N] [--threshold R]
         [--patience 2] [--max-seconds 540] [--max-iterations 100000] [--keep-going]
         [--set key.path=value ...] [--name NAME] [--run-dir DIR] [--quick]
-        [--save-interval N] [--eval-episodes E [--eval-envs N] [--eval-seed S]]
+        [--save-interval N] [--eval-episodes E [--eval-envs N] [--eval-seed S]
+        [--eval-checkpoints]]
 
 The run is composed exactly as `unilab train` does it: `unilab_integration.make_config(task,
 algo, preset=...)`, then `apply_overrides` with the flags above and `--set`, saved with
@@ -40,6 +41,11 @@ mean return, whether that reaches the threshold, and each reward term's mean epi
 Training returns are the exploring policy's; the evaluation tells how much of a gap to the
 threshold is exploration noise. A run stopped at the wall-clock cap writes no checkpoint of
 its own: give `--save-interval N` so that one at most N iterations old exists.
+`--eval-checkpoints` evaluates every checkpoint instead (`result.eval_curve`, each point with
+the wall_s / time_s / train_s of its training iteration, also plotted as a second curve) and
+applies the threshold rule to it (`result.eval_reached`): the deterministic policy's time and
+env steps to the threshold, at the checkpoints' granularity. The evaluations run after the
+training (each checkpoint is loaded into a fresh env), so they cost the run nothing.
 
 Defaults: humanoid-velocity + fastsac on GPU 0 (or one CPU worker without CUDA). The PPO
 quadruped run: `--task quadruped-velocity --algo ppo`. `--quick`: cartpole-balance + ppo on 2
@@ -226,8 +232,8 @@ def follow(proc: subprocess.Popen, metrics: Path, t_launch: float, args, thresho
         time.sleep(0.1)
 
 
-def evaluate(run_dir: Path, args, threshold: float) -> dict:
-    """The last checkpoint's deterministic policy (`unilab play`) on `--eval-episodes` episodes.
+def evaluate(checkpoint: Path, args, threshold: float) -> dict:
+    """One checkpoint's deterministic policy (`unilab play`) on `--eval-episodes` episodes.
 
     Training returns are those of the exploring policy; this is what the learned policy itself
     earns, at the curriculum level it was trained at, with each reward term's mean episode sum.
@@ -237,14 +243,11 @@ def evaluate(run_dir: Path, args, threshold: float) -> dict:
     from unilab_integration._train import _quiet_warp
 
     _quiet_warp()
-
-    if not (run_dir / "checkpoints").is_dir():
-        return {"error": "the run wrote no checkpoint (give --save-interval for capped runs)"}
     device = f"cuda:{args.gpus.split(',')[0]}" if args.gpus else "cpu"
-    ckpt = load_checkpoint(run_dir)
+    ckpt = load_checkpoint(checkpoint)
     t0 = time.perf_counter()
     played = play_episodes(
-        run_dir,
+        checkpoint,
         episodes=args.eval_episodes,
         num_envs=args.eval_envs or min(args.eval_episodes, 4096),
         seed=args.eval_seed,
@@ -262,6 +265,42 @@ def evaluate(run_dir: Path, args, threshold: float) -> dict:
         "terms": {k: sum(v) / len(v) for k, v in played.terms.items() if v},
         "seconds": time.perf_counter() - t0,
     }
+
+
+def evaluate_run(run_dir: Path, points: list[dict], args, threshold: float) -> dict:
+    """`result.eval` (the last checkpoint) and, with --eval-checkpoints, every checkpoint's.
+
+    The curve's points take wall_s / time_s / train_s from the training point of the same
+    iteration (when the checkpoint was written), so the deterministic policy's time to the
+    threshold reads like the training return's (same patience rule, over evaluations).
+    """
+    saved = sorted((run_dir / "checkpoints").glob("ckpt_*.pt"))
+    if not saved:
+        return {"eval": {"error": "the run wrote no checkpoint (give --save-interval)"}}
+    out: dict = {}
+    if args.eval_checkpoints:
+        by_iteration = {p["iteration"]: p for p in points}
+        curve = []
+        for path in saved:
+            e = evaluate(path, args, threshold)
+            at = by_iteration.get(e["iteration"], {})
+            curve.append({**e, **{k: at.get(k) for k in ("wall_s", "time_s", "train_s")}})
+            print(
+                f"  checkpoint {e['iteration']:>5}: deterministic return "
+                f"{e['mean_return']:.4g} (level {e['curriculum_level']})",
+                flush=True,
+            )
+        reach = first_reach(curve, threshold, args.patience)
+        out["eval_curve"] = curve
+        out["eval_reached"] = (
+            None
+            if reach is None
+            else {k: reach[k] for k in ("iteration", "env_steps", "wall_s", "time_s", "train_s")}
+        )
+        out["eval"] = curve[-1]
+    else:
+        out["eval"] = evaluate(saved[-1], args, threshold)
+    return out
 
 
 def main(argv=None) -> None:
@@ -285,6 +324,11 @@ def main(argv=None) -> None:
         help="afterwards, play the last checkpoint's deterministic policy for N episodes",
     )
     ap.add_argument("--eval-envs", type=int, default=None, help="worlds of the evaluation")
+    ap.add_argument(
+        "--eval-checkpoints",
+        action="store_true",
+        help="evaluate every checkpoint (with --save-interval): the deterministic policy's curve",
+    )
     ap.add_argument("--eval-seed", type=int, default=12345)
     ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE")
     ap.add_argument("--name", default=None)
@@ -301,6 +345,8 @@ def main(argv=None) -> None:
         raise SystemExit("--save-interval must be >= 1")
     if args.eval_episodes < 0:
         raise SystemExit("--eval-episodes must be >= 0")
+    if args.eval_checkpoints and not (args.eval_episodes and args.save_interval):
+        raise SystemExit("--eval-checkpoints needs --eval-episodes E and --save-interval N")
     if args.quick:
         args.task, args.algo, args.cpu_workers, args.gpus = "cartpole-balance", "ppo", 2, None
         args.max_seconds = min(args.max_seconds, 150.0)
@@ -372,8 +418,11 @@ def main(argv=None) -> None:
         "log_tail": tail if failed else None,
     }
     if args.eval_episodes and not failed:
-        result["eval"] = evaluate(run_dir, args, threshold)
+        result.update(evaluate_run(run_dir, points, args, threshold))
     label = f"{args.algo} {args.task}, {where}"
+    curves = {label: {"points": points}}
+    if result.get("eval_curve"):
+        curves[f"{label}, deterministic policy"] = {"points": result["eval_curve"]}
     doc = {
         "kind": "time_to_threshold",
         "args": vars(args),
@@ -381,7 +430,7 @@ def main(argv=None) -> None:
         "config": cfg.to_dict(),
         "threshold": threshold,
         "result": result,
-        "curves": {label: {"points": points}},
+        "curves": curves,
     }
     out = os.environ.get("OUT")
     if out:
@@ -411,6 +460,18 @@ def main(argv=None) -> None:
     )
     if not r["reached"]:
         print(f"not reached in {total_s:.0f} s ({stop_reason})")
+    if "eval_reached" in r:
+        er = r["eval_reached"]
+        print(
+            "deterministic policy: "
+            + (
+                f"threshold reached at checkpoint {er['iteration']} ({er['env_steps']:.4g} env "
+                f"steps, {f(er['time_s'], '.1f')} s of training, {f(er['wall_s'], '.1f')} s "
+                "since launch)"
+                if er
+                else "threshold not reached at any checkpoint"
+            )
+        )
     ev = r.get("eval")
     if ev and "error" in ev:
         print(f"evaluation: {ev['error']}")

@@ -48,8 +48,12 @@ def learner_from_checkpoint(ckpt: dict[str, Any] | str | os.PathLike, device: st
             algo = _teacher_config(algo, ckpt["learner"][0]["teacher"])
         cls = algos_class("PPO") if config.algo_name == "ppo" else algos_class("Distillation")
         learner = cls(obs_shapes, action_dim, algo, device=device)
-    learner.load_state_dict(ckpt["learner"][0])
-    learner.eval_mode()
+    state = ckpt["learner"][0]
+    if config.algo_name == "fastsac":  # a saved replay shard (runner.save_replay) is not needed
+        state = {k: v for k, v in state.items() if k != "replay"}
+    learner.load_state_dict(state)
+    if hasattr(learner, "eval_mode"):  # PPO, Distillation; FastSAC's policy has no mode
+        learner.eval_mode()
     return learner
 
 
