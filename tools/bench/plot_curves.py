@@ -10,7 +10,8 @@ RESULTS are JSON files or folders (every *.json inside, recursively) written by
     reward, with the wall-clock since launch),
   - tools/bench/bench_time_to_threshold.py (`ttt_<name>.json`: per-iteration return against
     wall-clock of a run trained through `unilab_integration.train`; one panel per algorithm and
-    task, the threshold drawn dashed and the time it was reached marked),
+    task, the threshold drawn dashed and the time it was reached marked; with
+    `--eval-checkpoints` also the deterministic policy's curve and the time it reached it),
   - tools/bench/bench_fastsac.py (`fastsac*.json`: learner updates/s on 1 device and per
     process count, eager and captured; its weak-scaling rows go in `efficiency.png`),
   - any other file of the form {"curves": {label: {"points": [{"time_s", "mean_return"}, ...]}}}
@@ -80,16 +81,22 @@ def collect(
             panel = f"UniLab {a['algo']} on {a['task']}"
             res = doc["result"]
             for key, c in doc["curves"].items():
+                # the run's training return, and (--eval-checkpoints) its deterministic policy's
+                det = "deterministic policy" in key
                 label = a.get("name") or key
+                if det and a.get("name"):
+                    label += ", deterministic policy"
+                if det:
+                    reached_x = (res.get("eval_reached") or {}).get(x)
+                else:
+                    reached_x = res.get(x) if res.get("reached") else None
                 pts = [
                     (p[x], p["mean_return"])
                     for p in c["points"]
                     if p.get("mean_return") is not None and p.get(x) is not None
                 ]
                 curves.setdefault(panel, {})[label] = pts
-                marks.setdefault(panel, []).append(
-                    (doc["threshold"], res.get(x) if res.get("reached") else None, label)
-                )
+                marks.setdefault(panel, []).append((doc["threshold"], reached_x, label))
         elif x != "time_s":
             continue  # only the time-to-threshold runs record env steps per point
         elif (
@@ -188,14 +195,14 @@ def plot_curves(plt, curves, path: str, marks: dict | None = None, x: str = "tim
                 xytext=(4, 4),
                 fontsize=8,
             )
-            for reached_x, label in reached:
+            for i, (reached_x, label) in enumerate(reached):  # one text line each, stacked
                 ax.axvline(reached_x, color="gray", linestyle=":", linewidth=1)
-                at = f"{reached_x:.0f} s" if x == "time_s" else f"{reached_x / 1e6:.0f} M steps"
+                at = f"{reached_x:.0f} s" if x == "time_s" else f"{reached_x / 1e6:.1f} M steps"
                 ax.annotate(
                     f"{label}: reached at {at}",
                     (reached_x, threshold),
                     textcoords="offset points",
-                    xytext=(4, -12),
+                    xytext=(4, -12 - 11 * i),
                     fontsize=8,
                 )
         ax.set_title(panel)
