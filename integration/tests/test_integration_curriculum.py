@@ -46,3 +46,20 @@ def test_play_restores_the_trained_curriculum_level() -> None:
     # no state in the checkpoint: the env keeps its own; no curriculum at all: None
     assert restore_curriculum(env(), {"curriculum": [None]}) == 0.0
     assert restore_curriculum(SimpleNamespace(), {"curriculum": [trained.state_dict()]}) is None
+
+
+def test_until_solved_counts_evaluations_only_when_there_are_evaluations() -> None:
+    from types import SimpleNamespace
+
+    from unilab_integration._runners._base import Runner
+
+    runner = Runner.__new__(Runner)  # only what _solved reads
+    runner.config = SimpleNamespace(runner=SimpleNamespace(solved_patience=2))
+    runner.threshold, runner.solved_streak, runner.evaluator = 10.0, 0, object()
+    assert not runner._solved({"episode/return": 50.0})  # training returns do not count
+    assert not runner._solved({"episode/return": 1.0, "eval/return": 12.0})
+    assert not runner._solved({"episode/return": 1.0})  # no evaluation: the streak stands
+    assert runner._solved({"eval/return": 11.0})
+    runner.evaluator, runner.solved_streak = None, 0  # without evaluations: training returns
+    assert not runner._solved({"episode/return": 50.0})
+    assert runner._solved({"episode/return": 50.0})

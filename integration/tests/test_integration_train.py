@@ -313,6 +313,42 @@ def test_fastsac_trains_and_resumes_bit_for_bit_with_its_replay(tmp_path):
     assert out.is_file() and out.stat().st_size > 0
 
 
+def _learner_rows(rows):
+    return [{k: v for k, v in r.items() if k.startswith("learner/")} for r in rows]
+
+
+def _check_evaluations(rows, every, worlds):
+    for r in rows:
+        if r["iteration"] % every:
+            assert not any(k.startswith("eval") for k in r), r["iteration"]
+            continue
+        assert r["eval/count"] == worlds  # the first episode of every world, all ranks
+        terms = sum(v for k, v in r.items() if k.startswith("eval_term/"))
+        assert math.isclose(terms, r["eval/return"], rel_tol=1e-4, abs_tol=1e-4)
+        assert 1 <= r["eval/length"] <= 500 and r["perf/eval_s"] > 0
+
+
+def test_evaluations_log_the_deterministic_policy_and_leave_training_unchanged(tmp_path):
+    plain = train(_sac_config(tmp_path, "sac_plain"))
+    evaluated = train(
+        _sac_config(tmp_path, "sac_eval", "runner.eval_interval=2", "runner.eval_envs=3")
+    )
+    rows = _rows(Path(evaluated["run_dir"]))
+    _check_evaluations(rows, every=2, worlds=6)
+    assert _learner_rows(rows) == _learner_rows(_rows(Path(plain["run_dir"])))
+    a, b = load_checkpoint(Path(plain["run_dir"])), load_checkpoint(Path(evaluated["run_dir"]))
+    for name, value in a["learner"][0]["actor"].items():
+        assert torch.equal(value, b["learner"][0]["actor"][name]), name
+
+
+def test_ppo_evaluations_leave_training_unchanged(straight, tmp_path):
+    run_dir, _ = straight
+    result = train(_ppo_config(tmp_path, "ppo_eval", "runner.eval_interval=2"))
+    rows = _rows(Path(result["run_dir"]))
+    _check_evaluations(rows, every=2, worlds=2 * N)  # default: all of a rank's worlds (<= 1024)
+    assert _learner_rows(rows) == _learner_rows(_rows(run_dir))
+
+
 def test_nan_observation_stops_the_run(tmp_path, capsys):
     start = time.monotonic()
     code = main(

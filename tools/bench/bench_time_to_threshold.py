@@ -18,7 +18,9 @@ launch when it appears (polled every 0.1 s).
 Threshold: `--threshold`, default the task's `success_threshold` (`unilab_envs.make_task(task)
 .spec.success_threshold`). Reached = the global mean return of the episodes that ended in an
 iteration is >= the threshold for `--patience` consecutive iterations; the time and env steps
-reported are those of the first of them. With the task's own threshold the run stops itself
+reported are those of the first of them. With `--set runner.eval_interval=K` the runner's own
+evaluations of the deterministic policy (`eval/return`, every K iterations) are judged
+instead, over `--patience` consecutive evaluations, as the runner's `until_solved` does. With the task's own threshold the run stops itself
 (`runner.until_solved`, `runner.solved_patience=--patience`); with another threshold, or at
 `--max-seconds` since the launch, the parent stops the run (SIGINT to its process group, then
 SIGKILL after 30 s). `--keep-going` trains on to the cap (a longer curve).
@@ -142,6 +144,8 @@ def _point(line: dict, wall_s: float) -> dict:
         "episodes": num("episode/count"),
         "steps_per_s": num("perf/steps_per_s"),
         "curriculum_level": num("curriculum/level"),  # None for tasks without a curriculum
+        # the runner's own evaluation of the deterministic policy (runner.eval_interval)
+        "eval_return": num("eval/return"),
         # per-term episode sums: where a plateau's return goes (metrics.jsonl may not come back)
         "terms": {
             k.removeprefix("episode_term/"): num(k) for k in line if k.startswith("episode_term/")
@@ -166,6 +170,14 @@ def finish_curve(points: list[dict]) -> None:
         train += p["iteration_s"] or 0.0
         p["time_s"] = p["wall_s"] - t0
         p["train_s"] = train
+
+
+def judged(points: list[dict], by_eval: bool) -> list[dict]:
+    """The points the threshold rule runs over: every iteration's training return, or (with
+    `runner.eval_interval`) the iterations that evaluated, their `eval_return` as the return."""
+    if not by_eval:
+        return points
+    return [{**p, "mean_return": p["eval_return"]} for p in points if p["eval_return"] is not None]
 
 
 def first_reach(points: list[dict], threshold: float, patience: int) -> dict | None:
@@ -224,7 +236,7 @@ def follow(proc: subprocess.Popen, metrics: Path, t_launch: float, args, thresho
         if (
             args.threshold is not None
             and not args.keep_going
-            and first_reach(points, threshold, args.patience)
+            and first_reach(judged(points, args.by_eval), threshold, args.patience)
         ):
             stop_reason = "threshold reached: " + _stop(proc)
             # keep reading the lines written before the stop
@@ -363,6 +375,9 @@ def main(argv=None) -> None:
     import unilab_integration as ui
 
     cfg, run_dir, threshold, overrides = compose(args)
+    args.by_eval = cfg.runner.eval_interval > 0  # the runner's evaluations decide, as in training
+    if args.by_eval and args.eval_checkpoints:
+        raise SystemExit("give either runner.eval_interval or --eval-checkpoints, not both")
     run_dir.mkdir(parents=True, exist_ok=True)
     cfg_path = run_dir.parent / f"{run_dir.name}.config.json"
     ui.save_config(cfg, cfg_path)
@@ -391,7 +406,7 @@ def main(argv=None) -> None:
             raise
     total_s = time.perf_counter() - t_launch
     finish_curve(points)
-    reach = first_reach(points, threshold, args.patience)
+    reach = first_reach(judged(points, args.by_eval), threshold, args.patience)
     tail = log_path.read_text()[-3000:]
     failed = (
         proc.returncode not in (0, None)
@@ -400,6 +415,7 @@ def main(argv=None) -> None:
     )
     result = {
         "reached": reach is not None,
+        "judged_by": "runner evaluations (eval/return)" if args.by_eval else "training return",
         "threshold": threshold,
         "patience": args.patience,
         "wall_s": None if reach is None else reach["wall_s"],
@@ -421,6 +437,15 @@ def main(argv=None) -> None:
         result.update(evaluate_run(run_dir, points, args, threshold))
     label = f"{args.algo} {args.task}, {where}"
     curves = {label: {"points": points}}
+    if args.by_eval:  # the runner's evaluations: a curve of their own, and what was judged
+        curves[f"{label}, deterministic policy (runner evaluations)"] = {
+            "points": judged(points, True)
+        }
+        result["eval_reached"] = (
+            None
+            if reach is None
+            else {k: reach[k] for k in ("iteration", "env_steps", "wall_s", "time_s", "train_s")}
+        )
     if result.get("eval_curve"):
         curves[f"{label}, deterministic policy"] = {"points": result["eval_curve"]}
     doc = {
@@ -465,11 +490,11 @@ def main(argv=None) -> None:
         print(
             "deterministic policy: "
             + (
-                f"threshold reached at checkpoint {er['iteration']} ({er['env_steps']:.4g} env "
-                f"steps, {f(er['time_s'], '.1f')} s of training, {f(er['wall_s'], '.1f')} s "
-                "since launch)"
+                f"threshold reached at the evaluation of iteration {er['iteration']} "
+                f"({er['env_steps']:.4g} env steps, {f(er['time_s'], '.1f')} s of training, "
+                f"{f(er['wall_s'], '.1f')} s since launch)"
                 if er
-                else "threshold not reached at any checkpoint"
+                else "threshold not reached in any evaluation"
             )
         )
     ev = r.get("eval")

@@ -88,8 +88,10 @@ def collect(
                     label += ", deterministic policy"
                 if det:
                     reached_x = (res.get("eval_reached") or {}).get(x)
-                else:
+                elif res.get("judged_by", "training return") == "training return":
                     reached_x = res.get(x) if res.get("reached") else None
+                else:  # the run was judged by its evaluations: marked on their curve
+                    reached_x = None
                 pts = [
                     (p[x], p["mean_return"])
                     for p in c["points"]

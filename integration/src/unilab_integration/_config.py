@@ -44,6 +44,11 @@ def _positive(_inst: Any, attribute: attrs.Attribute, value: Any) -> None:
         raise ValueError(f"{attribute.name} must be a positive integer, got {value!r}")
 
 
+def _non_negative(_inst: Any, attribute: attrs.Attribute, value: Any) -> None:
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+        raise ValueError(f"{attribute.name} must be a non-negative integer, got {value!r}")
+
+
 @attrs.frozen(kw_only=True)
 class EnvConfig:
     """The environment: task name, env count and its scope, and task keyword overrides.
@@ -95,6 +100,11 @@ class RunnerConfig:
     `save_replay` (FastSAC only): checkpoints also hold every rank's replay shard, so that a
     resume at the same world size continues bit for bit on CPU; large (the replay capacity
     times one transition, per rank, gathered to rank 0), hence off by default.
+    `eval_interval`: every N iterations (0: never) each rank plays the deterministic policy
+    (what `unilab play` runs) for one episode length in an env of its own with `eval_envs`
+    worlds (default min(envs per rank, 1024)) and logs `eval/return`, `eval/length`,
+    `eval_term/<term>`; with `until_solved` the evaluations, not the training episodes, decide
+    (over `solved_patience` consecutive evaluations). Training is unaffected by it.
     """
 
     seed: int = attrs.field(default=0, validator=attrs.validators.instance_of(int))
@@ -115,6 +125,8 @@ class RunnerConfig:
     teacher: str | None = None
     imports: tuple[str, ...] = ()
     save_replay: bool = False
+    eval_interval: int = attrs.field(default=0, validator=_non_negative)
+    eval_envs: int | None = attrs.field(default=None, validator=_positive)
     log_dir: str = "runs"
     run_name: str | None = None
     progress: bool = True
@@ -155,6 +167,12 @@ class TrainConfig:
             raise ValueError(
                 f"runner.save_replay applies to fastsac (a replay buffer); algorithm "
                 f"'{self.algo_name}' has none"
+            )
+        policy = getattr(self.algo, "actor", None) or getattr(self.algo, "student", None)
+        if self.runner.eval_interval and getattr(policy, "recurrent", False):
+            raise ValueError(
+                "runner.eval_interval does not support recurrent policies (the evaluation plays "
+                "a feed-forward policy module); set it to 0"
             )
 
     @property

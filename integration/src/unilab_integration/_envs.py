@@ -34,11 +34,12 @@ def check_task(task: str) -> None:
         raise ValueError(f"unknown task '{task}'; tasks: {', '.join(sorted(names))}")
 
 
-def make_env(config: Any, num_envs: int, ctx: DistContext) -> Any:
-    """This rank's env: `num_envs` worlds on `ctx.device`, seeded with seed_for_rank(seed, rank)."""
+def make_env(config: Any, num_envs: int, ctx: DistContext, *, seed_offset: int = 0) -> Any:
+    """This rank's env: `num_envs` worlds on `ctx.device`, seeded with
+    seed_for_rank(seed + seed_offset, rank) (the evaluation env uses an offset)."""
     import unilab_envs
 
-    seed = seed_for_rank(config.runner.seed, ctx.rank)
+    seed = seed_for_rank(config.runner.seed + seed_offset, ctx.rank)
     return unilab_envs.make(
         config.env.task,
         num_envs=num_envs,

@@ -275,7 +275,7 @@ def play_episodes(
                 done = step["done"]
                 if bool(done.any()):
                     returns += step["episode", "return"][done].tolist()
-                    for name in _term_names(step):
+                    for name in episode_term_names(step):
                         terms.setdefault(name, []).extend(step["episode", name][done].tolist())
                 if recording:
                     if bool(done[0]):
@@ -309,7 +309,7 @@ def play_episodes(
     )
 
 
-def _term_names(step: Any) -> list[str]:
+def episode_term_names(step: Any) -> list[str]:
     """The per-term episode sums an env step carries: ("episode", name) beside return/length."""
     if "episode" not in step.keys():  # noqa: SIM118 (TensorDict has no `in`)
         return []

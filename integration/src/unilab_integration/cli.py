@@ -53,6 +53,12 @@ def _parser() -> argparse.ArgumentParser:
     t.add_argument("--log-dir", help="parent folder of run folders (default runs/)")
     t.add_argument("--run-name", help="run folder name (default TASK_ALGO_TIMESTAMP)")
     t.add_argument("--save-interval", type=int, help="iterations between checkpoints")
+    t.add_argument(
+        "--eval-interval",
+        type=int,
+        help="every N iterations play the deterministic policy (eval/return; judges "
+        "--until-solved)",
+    )
     t.add_argument("--timeout", type=float, help="collective timeout in seconds")
     t.add_argument("--no-progress", action="store_true", help="no progress bar")
     t.add_argument(
@@ -116,6 +122,7 @@ def build_config(args: argparse.Namespace) -> TrainConfig:
         "runner.log_dir": args.log_dir,
         "runner.run_name": args.run_name,
         "runner.save_interval": args.save_interval,
+        "runner.eval_interval": args.eval_interval,
     }
     items = [f"{k}={json.dumps(v)}" for k, v in flags.items() if v is not None]
     if args.until_solved:

@@ -33,6 +33,7 @@ from .._checkpoint import (
 from .._config import TrainConfig
 from .._envs import make_env, success_threshold
 from .._logger import MetricLogger
+from ._eval import PolicyEvaluator, eval_means
 from ._guards import NonFiniteError, ObservationGuard, check_losses, check_modules
 from ._stats import EpisodeStats, curriculum_metrics, means_from_sums
 
@@ -93,6 +94,11 @@ class Runner:
         self.budget = iteration_budget(config, ctx.world_size)
         self.logger: MetricLogger | None = None
         self.last_checkpoint: str | None = None
+        self.evaluator = (
+            PolicyEvaluator(config, ctx, self.learner, self.env)
+            if config.runner.eval_interval
+            else None
+        )
 
     # --- to implement ------------------------------------------------------------------------
     def _make_learner(self) -> Any:
@@ -185,9 +191,10 @@ class Runner:
         finally:
             if self.logger is not None:
                 if solved:
+                    what = "evaluations" if self.evaluator is not None else "iterations"
                     self.logger.write(
-                        f"solved: mean return {metrics['episode/return']:.4g} >= "
-                        f"{self.threshold} for {cfg.solved_patience} iterations "
+                        f"solved: mean return {metrics[self.solved_metric]:.4g} >= "
+                        f"{self.threshold} for {cfg.solved_patience} {what} "
                         f"(iteration {self.iteration})"
                     )
                 self.logger.close()
@@ -211,8 +218,16 @@ class Runner:
             f"{_update_mode(self.learner)}{_precision(self.config.runner)}run dir {self.run_dir}"
         )
 
+    @property
+    def solved_metric(self) -> str:
+        """What `until_solved` judges: the evaluations when there are any, else training."""
+        return "eval/return" if self.evaluator is not None else "episode/return"
+
     def _solved(self, metrics: dict[str, float]) -> bool:
-        ret = metrics.get("episode/return", float("nan"))
+        key = self.solved_metric
+        if key not in metrics:  # no evaluation in this iteration: the streak stands
+            return False
+        ret = metrics[key]
         if self.threshold is not None and math.isfinite(ret) and ret >= self.threshold:
             self.solved_streak += 1
         else:
@@ -241,7 +256,13 @@ class Runner:
         self.env_steps_global += steps_rank * self.ctx.world_size
         elapsed = time.perf_counter() - start
         after = unilab_dist.accounting.snapshot()
-        metrics = self._reduce(learner_metrics)
+        interval = self.config.runner.eval_interval
+        evaluation = (
+            self.evaluator.run()
+            if self.evaluator is not None and self.iteration % interval == 0
+            else None
+        )
+        metrics = self._reduce(learner_metrics, evaluation)
         phases = {
             name: (
                 after[name]["collectives"] - before.get(name, {}).get("collectives", 0),
@@ -263,11 +284,16 @@ class Runner:
             self.logger.log(self.iteration, metrics)
         return metrics
 
-    def _reduce(self, learner_metrics: dict[str, float]) -> dict[str, float]:
-        """One float64 collective: episode sums (summed) and learner metrics (averaged)."""
+    def _reduce(
+        self, learner_metrics: dict[str, float], evaluation: dict[str, float] | None = None
+    ) -> dict[str, float]:
+        """One float64 collective: episode sums (summed), learner metrics (averaged) and, in an
+        evaluation iteration (the same on every rank), the evaluation's sums."""
         local = self.stats.local_sums()
         learner_keys = sorted(k for k, v in learner_metrics.items() if isinstance(v, int | float))
         payload = dict(local)
+        if evaluation is not None:
+            payload.update(evaluation)
         for key in learner_keys:
             payload[f"learner/{key}"] = float(learner_metrics[key])
         curriculum = self.curriculum
@@ -282,6 +308,9 @@ class Runner:
             metrics[_learner_key(key)] = summed[f"learner/{key}"] / w
         if curriculum is not None:  # mean over ranks (they differ only with curriculum_sync=local)
             metrics["curriculum/level"] = summed["curriculum/level"] / w
+        if evaluation is not None:
+            metrics.update(eval_means({k: summed[k] for k in evaluation}))
+            metrics["perf/eval_s"] = summed["perf/eval_s"] / w  # mean over ranks
         self._sync_curriculum(global_means, means_from_sums(local))
         return metrics
 

@@ -1,0 +1,100 @@
+"""Periodic evaluation of the deterministic policy (`runner.eval_interval`).
+
+Training episodes are played by the exploring policy (PPO and FastSAC sample their actions),
+so their returns understate what the learned policy does: on UniLab's humanoid, FastSAC's
+training return stays near 17 while its deterministic policy earns over 30
+(docs/benchmarks/time-to-threshold.md). Every `eval_interval` iterations each rank plays the
+learner's `policy_module()` (the action mean, clamped to [-1, 1]: what `unilab play` runs) in
+an env of its own for one full episode length from a reset (new initial states each time,
+drawn from the eval env's own random stream), at the training env's curriculum level, and
+counts the first episode of every world. The sums ride on the iteration's metrics
+reduction (no extra collective); the runner logs `eval/return`, `eval/length`, `eval/count`,
+`eval_term/<term>` and `perf/eval_s`.
+
+The evaluation touches nothing the training uses: its own env (own seed, own worlds), no
+random numbers from torch, no normalizer update; a run with evaluations trains exactly as one
+without.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import torch
+
+from .._envs import make_env
+from .._policy import actor_groups, episode_term_names, policy_input
+
+__all__ = ["EVAL_SEED_OFFSET", "PolicyEvaluator", "eval_means"]
+
+EVAL_SEED_OFFSET = 7_919
+"""Added to `runner.seed` for the evaluation envs (their worlds differ from training's)."""
+
+
+class PolicyEvaluator:
+    """One rank's evaluation env and the learner's deterministic policy."""
+
+    def __init__(self, config: Any, ctx: Any, learner: Any, train_env: Any) -> None:
+        for name in ("actor", "student"):
+            if getattr(getattr(learner, name, None), "is_recurrent", False):
+                raise ValueError(
+                    "runner.eval_interval does not support recurrent policies (the evaluation "
+                    "plays a feed-forward policy module)"
+                )
+        per_rank = config.env.per_rank(ctx.world_size)
+        self.num_envs = config.runner.eval_envs or min(per_rank, 1024)
+        self.env = make_env(config, self.num_envs, ctx, seed_offset=EVAL_SEED_OFFSET)
+        self.learner = learner
+        self.groups = actor_groups(config.algo)
+        self.train_env = train_env
+        self.steps = int(self.env.max_episode_steps)
+        self.device = ctx.device
+
+    def _sync_curriculum(self) -> None:
+        source = getattr(self.train_env, "curriculum", None)
+        target = getattr(self.env, "curriculum", None)
+        if source is not None and target is not None:
+            target.load_state_dict(source.state_dict())
+
+    @torch.no_grad()
+    def run(self) -> dict[str, float]:
+        """Play one episode length; this rank's sums over the first episode of every world."""
+        start = time.perf_counter()
+        self._sync_curriculum()
+        # built anew each time: PPO's policy module holds copies of the current parameters
+        policy = self.learner.policy_module()
+        obs = self.env.reset()
+        n = self.num_envs
+        counted = torch.zeros(n, dtype=torch.bool, device=self.device)
+        sums: dict[str, torch.Tensor] = {}
+        names: list[str] | None = None
+        for _ in range(self.steps):
+            actions = policy(policy_input(self.groups, obs)).clamp(-1.0, 1.0)
+            step = self.env.step(actions)
+            first = (
+                step["done"] & ~counted
+            )  # each world's first episode only (no short-episode bias)
+            if names is None:
+                names = ["return", "length", *episode_term_names(step)]
+                sums = {k: torch.zeros(n, dtype=torch.float64, device=self.device) for k in names}
+            for k in names:
+                sums[k] += torch.where(first, step["episode", k].double(), 0.0)
+            counted |= step["done"]
+            obs = step
+        out = {"eval/count": float(counted.sum())}  # the one host sync of the evaluation
+        for k, v in sums.items():
+            key = f"eval/{k}_sum" if k in ("return", "length") else f"eval_term/{k}_sum"
+            out[key] = float(v.sum())
+        out["perf/eval_s"] = time.perf_counter() - start
+        return out
+
+
+def eval_means(summed: dict[str, float]) -> dict[str, float]:
+    """Reduced evaluation sums -> `eval/count`, `eval/return`, `eval/length`, `eval_term/<t>`."""
+    count = summed.get("eval/count", 0.0)
+    out = {"eval/count": count}
+    for key, value in summed.items():
+        if key.endswith("_sum") and key.startswith(("eval/", "eval_term/")):
+            out[key.removesuffix("_sum")] = value / count if count else float("nan")
+    return out

@@ -1,0 +1,55 @@
+"""`runner.eval_interval`'s evaluator, in one process on CPU: it plays the learner's current
+deterministic policy, one episode per world, at the training env's curriculum level."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from unilab_dist import DistContext
+from unilab_integration import apply_overrides, make_config
+from unilab_integration._runners import OffPolicyRunner, OnPolicyRunner
+from unilab_integration._runners._eval import eval_means
+
+
+@pytest.mark.parametrize(
+    ("algo", "runner_cls"), [("ppo", OnPolicyRunner), ("fastsac", OffPolicyRunner)]
+)
+def test_the_evaluation_plays_the_current_parameters(algo, runner_cls, tmp_path):
+    cfg = apply_overrides(
+        make_config("cartpole-balance", algo),
+        ["env.num_envs=4", "runner.eval_interval=1", "runner.eval_envs=5", "algo.capture=false"]
+        if algo == "fastsac"
+        else ["env.num_envs=4", "runner.eval_interval=1", "runner.eval_envs=5"],
+    )
+    runner = runner_cls(cfg, DistContext(), tmp_path)
+    evaluator = runner.evaluator
+    evaluator.env.reset()
+    start = evaluator.env.state_dict()  # each evaluation draws new initial states: pin them
+    first = evaluator.run()
+    evaluator.env.load_state_dict(start)
+    again = evaluator.run()
+    assert {**again, "perf/eval_s": 0} == {**first, "perf/eval_s": 0}  # same params, same play
+    assert first["eval/count"] == 5 and first["eval/length_sum"] <= 5 * 500
+    means = eval_means({k: v for k, v in first.items() if k != "perf/eval_s"})
+    terms = sum(v for k, v in means.items() if k.startswith("eval_term/"))
+    assert math.isclose(terms, means["eval/return"], rel_tol=1e-5, abs_tol=1e-5)
+    # the policy's output layer moved: the evaluation must see it (no stale copy)
+    actor = runner.learner.actor  # the layer that gives the action mean
+    last = (
+        actor.mu
+        if algo == "fastsac"
+        else [m for m in actor.modules() if isinstance(m, torch.nn.Linear)][-1]
+    )
+    with torch.no_grad():
+        last.bias.add_(0.9)
+    evaluator.env.load_state_dict(start)
+    assert evaluator.run()["eval/return_sum"] != first["eval/return_sum"]
+
+
+def test_eval_means_of_no_episodes_are_nan() -> None:
+    means = eval_means({"eval/count": 0.0, "eval/return_sum": 0.0, "eval_term/alive_sum": 0.0})
+    assert means["eval/count"] == 0.0 and math.isnan(means["eval/return"])
+    assert math.isnan(means["eval_term/alive"])
