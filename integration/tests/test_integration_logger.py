@@ -10,12 +10,13 @@ from unilab_integration._logger import COLUMNS, format_row
 
 
 def test_format_row_and_missing_values():
-    row = format_row({"iteration": 7, "episode/return": 123.456, "lr": 1e-3})
+    row = format_row({"iteration": 7, "episode/return": 123.456, "lr": 1e-3, "eval/return": 4.5})
     cells = row.split()
     assert cells[0] == "7"
     assert "123.5" in cells
     assert "1.00e-03" in cells
-    assert len(cells) == len(COLUMNS) == 14
+    assert "4.5" in cells
+    assert len(cells) == len(COLUMNS) == 15
     assert cells.count("-") == 11  # every other column is missing
 
 

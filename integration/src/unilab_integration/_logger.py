@@ -26,6 +26,7 @@ COLUMNS: tuple[tuple[str, str, int, str], ...] = (
     ("episode/return", "return", 9, ".4g"),
     ("episode/length", "length", 7, ".4g"),
     ("episode/count", "eps", 5, ".0f"),
+    ("eval/return", "eval", 9, ".4g"),  # runner.eval_interval: the deterministic policy's return
     ("learner/surrogate", "surr", 9, ".3g"),
     ("learner/value", "vloss", 9, ".3g"),
     ("lr", "lr", 8, ".2e"),

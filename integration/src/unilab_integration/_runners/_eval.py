@@ -36,12 +36,7 @@ class PolicyEvaluator:
     """One rank's evaluation env and the learner's deterministic policy."""
 
     def __init__(self, config: Any, ctx: Any, learner: Any, train_env: Any) -> None:
-        for name in ("actor", "student"):
-            if getattr(getattr(learner, name, None), "is_recurrent", False):
-                raise ValueError(
-                    "runner.eval_interval does not support recurrent policies (the evaluation "
-                    "plays a feed-forward policy module)"
-                )
+        # (recurrent policies are refused by TrainConfig: the policy module here is feed-forward)
         per_rank = config.env.per_rank(ctx.world_size)
         self.num_envs = config.runner.eval_envs or min(per_rank, 1024)
         self.env = make_env(config, self.num_envs, ctx, seed_offset=EVAL_SEED_OFFSET)
@@ -72,9 +67,8 @@ class PolicyEvaluator:
         for _ in range(self.steps):
             actions = policy(policy_input(self.groups, obs)).clamp(-1.0, 1.0)
             step = self.env.step(actions)
-            first = (
-                step["done"] & ~counted
-            )  # each world's first episode only (no short-episode bias)
+            # each world's first episode only (no bias toward short, failed episodes)
+            first = step["done"] & ~counted
             if names is None:
                 names = ["return", "length", *episode_term_names(step)]
                 sums = {k: torch.zeros(n, dtype=torch.float64, device=self.device) for k in names}
