@@ -25,6 +25,7 @@ import torch
 
 from .._envs import make_env
 from .._policy import actor_groups, episode_term_names, policy_input
+from ._stats import means_from_sums
 
 __all__ = ["EVAL_SEED_OFFSET", "PolicyEvaluator", "eval_means"]
 
@@ -86,9 +87,4 @@ class PolicyEvaluator:
 
 def eval_means(summed: dict[str, float]) -> dict[str, float]:
     """Reduced evaluation sums -> `eval/count`, `eval/return`, `eval/length`, `eval_term/<t>`."""
-    count = summed.get("eval/count", 0.0)
-    out = {"eval/count": count}
-    for key, value in summed.items():
-        if key.endswith("_sum") and key.startswith(("eval/", "eval_term/")):
-            out[key.removesuffix("_sum")] = value / count if count else float("nan")
-    return out
+    return means_from_sums(summed, prefix="eval")

@@ -68,12 +68,16 @@ class EpisodeStats:
         return out
 
 
-def means_from_sums(sums: dict[str, float]) -> dict[str, float]:
-    """Global means from globally summed `EpisodeStats.local_sums()` (NaN when no episode ended)."""
-    count = sums.get("episode/count", 0.0)
-    out = {"episode/count": count}
+def means_from_sums(sums: dict[str, float], prefix: str = "episode") -> dict[str, float]:
+    """Global means from globally summed `EpisodeStats.local_sums()` (NaN when no episode ended).
+
+    `prefix` names the family: "episode" (training episodes) or "eval" (`PolicyEvaluator`'s
+    `eval/count`, `eval/<x>_sum`, `eval_term/<t>_sum`).
+    """
+    count = sums.get(f"{prefix}/count", 0.0)
+    out = {f"{prefix}/count": count}
     for key, value in sums.items():
-        if key.endswith("_sum") and key.startswith(("episode/", "episode_term/")):
+        if key.endswith("_sum") and key.startswith((f"{prefix}/", f"{prefix}_term/")):
             out[key[: -len("_sum")]] = value / count if count > 0 else float("nan")
     return out
 
