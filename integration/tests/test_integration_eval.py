@@ -7,22 +7,28 @@ import math
 
 import pytest
 import torch
+from torch import nn
 
 from unilab_dist import DistContext
 from unilab_integration import apply_overrides, make_config
+from unilab_integration._policy import PolicyStepper, play_episodes
 from unilab_integration._runners import OffPolicyRunner, OnPolicyRunner
 from unilab_integration._runners._eval import eval_means
 
+_GRU = ['algo.actor.rnn_type="gru"', 'algo.critic.rnn_type="gru"', "algo.actor.rnn_hidden=8"]
+CASES = {
+    "ppo": ("ppo", OnPolicyRunner, []),
+    "ppo-gru": ("ppo", OnPolicyRunner, [*_GRU, "algo.critic.rnn_hidden=8"]),
+    "fastsac": ("fastsac", OffPolicyRunner, ["algo.capture=false"]),
+}
 
-@pytest.mark.parametrize(
-    ("algo", "runner_cls"), [("ppo", OnPolicyRunner), ("fastsac", OffPolicyRunner)]
-)
-def test_the_evaluation_plays_the_current_parameters(algo, runner_cls, tmp_path):
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_the_evaluation_plays_the_current_parameters(case, tmp_path):
+    algo, runner_cls, more = CASES[case]
     cfg = apply_overrides(
         make_config("cartpole-balance", algo),
-        ["env.num_envs=4", "runner.eval_interval=1", "runner.eval_envs=5", "algo.capture=false"]
-        if algo == "fastsac"
-        else ["env.num_envs=4", "runner.eval_interval=1", "runner.eval_envs=5"],
+        ["env.num_envs=4", "runner.eval_interval=1", "runner.eval_envs=5", *more],
     )
     runner = runner_cls(cfg, DistContext(), tmp_path)
     evaluator = runner.evaluator
@@ -47,9 +53,34 @@ def test_the_evaluation_plays_the_current_parameters(algo, runner_cls, tmp_path)
         last.bias.add_(0.9)
     evaluator.env.load_state_dict(start)
     assert evaluator.run()["eval/return_sum"] != first["eval/return_sum"]
+    # the same checkpoint plays (recurrent ones too)
+    played = play_episodes(runner.save(), episodes=3, num_envs=3, seed=1)
+    assert len(played.returns) == 3 and all(math.isfinite(r) for r in played.returns)
 
 
 def test_eval_means_of_no_episodes_are_nan() -> None:
     means = eval_means({"eval/count": 0.0, "eval/return_sum": 0.0, "eval_term/alive_sum": 0.0})
     assert means["eval/count"] == 0.0 and math.isnan(means["eval/return"])
     assert math.isnan(means["eval_term/alive"])
+
+
+@pytest.mark.parametrize("rnn", [nn.GRU, nn.LSTM])
+def test_the_stepper_carries_a_recurrent_state_like_training(rnn):
+    from unilab_algos.common.config import GaussianConfig, NetworkConfig
+    from unilab_algos.common.models import GaussianActor
+    from unilab_algos.ppo.networks import ExportRecurrentPolicy
+
+    kind = "gru" if rnn is nn.GRU else "lstm"
+    torch.manual_seed(0)
+    net = NetworkConfig(hidden=(8,), rnn_type=kind, rnn_hidden=5)
+    actor = GaussianActor(3, 2, net, GaussianConfig())
+    stepper = PolicyStepper(ExportRecurrentPolicy(actor), num_envs=4, device="cpu")
+    actor.reset(None)
+    done = torch.tensor([False, True, False, True])
+    with torch.no_grad():
+        for t in range(5):
+            x = torch.randn(4, 3)
+            torch.testing.assert_close(stepper(x), actor(x), rtol=1e-6, atol=1e-6)
+            if t == 2:  # two worlds end their episode: both start the next one from zero
+                stepper.reset(done)
+                actor.reset(done)

@@ -168,12 +168,6 @@ class TrainConfig:
                 f"runner.save_replay applies to fastsac (a replay buffer); algorithm "
                 f"'{self.algo_name}' has none"
             )
-        policy = getattr(self.algo, "actor", None) or getattr(self.algo, "student", None)
-        if self.runner.eval_interval and getattr(policy, "recurrent", False):
-            raise ValueError(
-                "runner.eval_interval does not support recurrent policies (the evaluation plays "
-                "a feed-forward policy module); set it to 0"
-            )
 
     @property
     def task(self) -> str:

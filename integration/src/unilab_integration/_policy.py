@@ -20,6 +20,7 @@ __all__ = [
     "export_onnx",
     "learner_from_checkpoint",
     "PlayResult",
+    "PolicyStepper",
     "play",
     "play_episodes",
     "policy_from_checkpoint",
@@ -86,6 +87,38 @@ def actor_groups(algo_config: Any) -> tuple[str, ...]:
 def policy_input(groups: tuple[str, ...], obs: Any) -> torch.Tensor:
     """The tensor `policy_module()` takes: `("obs", g)` of the actor's groups, concatenated."""
     return torch.cat([obs["obs", g] for g in groups], dim=-1)
+
+
+class PolicyStepper:
+    """Deterministic actions from a `policy_module()`, one env step at a time.
+
+    A feed-forward module maps the actor observation to the action. A recurrent one
+    (`(obs, h[, c]) -> (mean, h[, c])`, PPO's and Distillation's recurrent export) carries a
+    hidden state per world: zero at the start and zeroed by `reset(done)` where an episode
+    ended, as the actor's memory is during training.
+    """
+
+    def __init__(self, policy: torch.nn.Module, num_envs: int, device: str | torch.device) -> None:
+        self.policy = policy
+        self.state: tuple[torch.Tensor, ...] | None = None
+        rnn = getattr(policy, "rnn", None)
+        if rnn is not None:
+            shape = (rnn.num_layers, num_envs, rnn.hidden_size)
+            count = 2 if isinstance(rnn, torch.nn.LSTM) else 1
+            self.state = tuple(torch.zeros(shape, device=device) for _ in range(count))
+
+    def __call__(self, obs: torch.Tensor) -> torch.Tensor:
+        if self.state is None:
+            return self.policy(obs)
+        out = self.policy(obs, *self.state)
+        self.state = tuple(out[1:])
+        return out[0]
+
+    def reset(self, done: torch.Tensor) -> None:
+        """Zero the hidden state of the worlds whose episode ended (`done` [N] bool)."""
+        if self.state is not None:
+            for h in self.state:
+                h[:, done] = 0.0
 
 
 def learner_config(ckpt: dict[str, Any]) -> Any:
@@ -260,6 +293,7 @@ def play_episodes(
     lengths: list[int] = []
     vreturns: list[float] = []
     obs = env.reset()
+    stepper = PolicyStepper(policy, num_envs, device)
     writer = None
     if video is not None:
         writer = _VideoWriter(env, Path(video), width, height, rate, camera)
@@ -270,9 +304,10 @@ def play_episodes(
         recording = writer is not None
         with torch.no_grad():
             for _ in range(limit):
-                actions = policy(policy_input(groups, obs)).clamp(-1.0, 1.0)
+                actions = stepper(policy_input(groups, obs)).clamp(-1.0, 1.0)
                 step = env.step(actions)
                 done = step["done"]
+                stepper.reset(done)
                 if bool(done.any()):
                     returns += step["episode", "return"][done].tolist()
                     for name in episode_term_names(step):

@@ -24,7 +24,7 @@ from typing import Any
 import torch
 
 from .._envs import make_env
-from .._policy import actor_groups, episode_term_names, policy_input
+from .._policy import PolicyStepper, actor_groups, episode_term_names, policy_input
 from ._stats import means_from_sums
 
 __all__ = ["EVAL_SEED_OFFSET", "PolicyEvaluator", "eval_means"]
@@ -37,7 +37,6 @@ class PolicyEvaluator:
     """One rank's evaluation env and the learner's deterministic policy."""
 
     def __init__(self, config: Any, ctx: Any, learner: Any, train_env: Any) -> None:
-        # (recurrent policies are refused by TrainConfig: the policy module here is feed-forward)
         per_rank = config.env.per_rank(ctx.world_size)
         self.num_envs = config.runner.eval_envs or min(per_rank, 1024)
         self.env = make_env(config, self.num_envs, ctx, seed_offset=EVAL_SEED_OFFSET)
@@ -59,7 +58,7 @@ class PolicyEvaluator:
         start = time.perf_counter()
         self._sync_curriculum()
         # built anew each time: PPO's policy module holds copies of the current parameters
-        policy = self.learner.policy_module()
+        policy = PolicyStepper(self.learner.policy_module(), self.num_envs, self.device)
         obs = self.env.reset()
         n = self.num_envs
         counted = torch.zeros(n, dtype=torch.bool, device=self.device)
@@ -68,6 +67,7 @@ class PolicyEvaluator:
         for _ in range(self.steps):
             actions = policy(policy_input(self.groups, obs)).clamp(-1.0, 1.0)
             step = self.env.step(actions)
+            policy.reset(step["done"])  # a recurrent policy starts each episode from zero
             # each world's first episode only (no bias toward short, failed episodes)
             first = step["done"] & ~counted
             if names is None:
