@@ -20,10 +20,11 @@ Threshold: `--threshold`, default the task's `success_threshold` (`unilab_envs.m
 iteration is >= the threshold for `--patience` consecutive iterations; the time and env steps
 reported are those of the first of them. With `--set runner.eval_interval=K` the runner's own
 evaluations of the deterministic policy (`eval/return`, every K iterations) are judged
-instead, over `--patience` consecutive evaluations, as the runner's `until_solved` does. With the task's own threshold the run stops itself
-(`runner.until_solved`, `runner.solved_patience=--patience`); with another threshold, or at
-`--max-seconds` since the launch, the parent stops the run (SIGINT to its process group, then
-SIGKILL after 30 s). `--keep-going` trains on to the cap (a longer curve).
+instead, over `--patience` consecutive evaluations, as the runner's `until_solved` does.
+With the task's own threshold the run stops itself (`runner.until_solved`,
+`runner.solved_patience=--patience`); with another threshold, or at `--max-seconds` since the
+launch, the parent stops the run (SIGINT to its process group, then SIGKILL after 30 s).
+`--keep-going` trains on to the cap (a longer curve).
 
 Reported times: `wall_s` since launch (process start, env build, kernel compilation and graph
 capture included); `time_s` since the first iteration started (wall_s of the first line less
@@ -172,6 +173,13 @@ def finish_curve(points: list[dict]) -> None:
         p["train_s"] = train
 
 
+def reach_fields(point: dict | None) -> dict | None:
+    """Where a threshold was reached: iteration, env steps and the three times (or None)."""
+    if point is None:
+        return None
+    return {k: point[k] for k in ("iteration", "env_steps", "wall_s", "time_s", "train_s")}
+
+
 def judged(points: list[dict], by_eval: bool) -> list[dict]:
     """The points the threshold rule runs over: every iteration's training return, or (with
     `runner.eval_interval`) the iterations that evaluated, their `eval_return` as the return."""
@@ -304,11 +312,7 @@ def evaluate_run(run_dir: Path, points: list[dict], args, threshold: float) -> d
             )
         reach = first_reach(curve, threshold, args.patience)
         out["eval_curve"] = curve
-        out["eval_reached"] = (
-            None
-            if reach is None
-            else {k: reach[k] for k in ("iteration", "env_steps", "wall_s", "time_s", "train_s")}
-        )
+        out["eval_reached"] = reach_fields(reach)
         out["eval"] = curve[-1]
     else:
         out["eval"] = evaluate(saved[-1], args, threshold)
@@ -441,11 +445,7 @@ def main(argv=None) -> None:
         curves[f"{label}, deterministic policy (runner evaluations)"] = {
             "points": judged(points, True)
         }
-        result["eval_reached"] = (
-            None
-            if reach is None
-            else {k: reach[k] for k in ("iteration", "env_steps", "wall_s", "time_s", "train_s")}
-        )
+        result["eval_reached"] = reach_fields(reach)
     if result.get("eval_curve"):
         curves[f"{label}, deterministic policy"] = {"points": result["eval_curve"]}
     doc = {

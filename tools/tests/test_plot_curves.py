@@ -66,3 +66,21 @@ def test_env_steps_axis_keeps_only_the_time_to_threshold_runs():
         "UniLab fastsac on humanoid-velocity",
     }
     assert everything[1] == [] and everything[2] == []
+
+
+def test_the_deterministic_curve_and_its_reach_are_plotted():
+    marks: dict = {}
+    curves, _, _ = plot_curves.collect(
+        plot_curves.load([str(DATA / "humanoid_eval")]), marks, [], x="time_s"
+    )
+    lines = curves["UniLab fastsac on humanoid-velocity"]
+    assert set(lines) == {
+        "h_def_alone",
+        "h_def_alone, deterministic policy",
+        "h_s1",
+        "h_s1, deterministic policy",
+    }
+    reached = {label: x for _, x, label in marks["UniLab fastsac on humanoid-velocity"]}
+    assert reached["h_def_alone"] is None and reached["h_s1"] is None  # training: never
+    assert 75 < reached["h_def_alone, deterministic policy"] < 85  # 79 s (iteration 90)
+    assert 40 < reached["h_s1, deterministic policy"] < 48  # 44 s (iteration 50)
