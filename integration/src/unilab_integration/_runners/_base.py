@@ -215,7 +215,8 @@ class Runner:
             f"{w} rank(s) on {self.device.type} | envs {self.num_envs} per rank, "
             f"{self.num_envs * w} global (scope {self.config.env.scope}) | "
             f"budget {self.budget if self.budget is not None else 'unbounded'} iterations | "
-            f"{_update_mode(self.learner)}{_precision(self.config.runner)}run dir {self.run_dir}"
+            f"{_update_mode(self.learner)}{_precision(self.config.runner)}"
+            f"{_evaluation(self.config.runner)}run dir {self.run_dir}"
         )
 
     @property
@@ -453,6 +454,16 @@ def _precision(runner: Any) -> str:
         return ""
     kind = "TF32" if precision == "high" else "bfloat16"
     return f"matmul precision {precision} ({kind} on GPUs) | "
+
+
+def _evaluation(runner: Any) -> str:
+    """The announce line's part on evaluations and on what `until_solved` judges."""
+    if runner.eval_interval:
+        judge = ", judged by --until-solved" if runner.until_solved else ""
+        return f"deterministic policy evaluated every {runner.eval_interval} iterations{judge} | "
+    if runner.until_solved:
+        return "until solved: judged on the training episodes (--eval-interval for the policy's) | "
+    return ""
 
 
 def _update_mode(learner: Any) -> str:
