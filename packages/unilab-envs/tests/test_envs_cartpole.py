@@ -47,15 +47,21 @@ def test_swingup_reward_hand_computed():
     assert term.tolist() == [False, False, False, True]
 
 
+def _stepped(name: str, *, seed: int, steps: int):
+    """A 16-world cart-pole env after `steps` random actions (a state away from the reset)."""
+    env = unilab_envs.make(name, num_envs=16, seed=seed)
+    env.reset()
+    g = torch.Generator().manual_seed(seed)
+    for _ in range(steps):
+        env.step(torch.rand(16, 1, generator=g) * 2 - 1)
+    return env
+
+
 def test_fused_evaluate_and_observe_equals_the_two_hooks():
     from unilab_envs import Task
 
     for name in ("cartpole-balance", "cartpole-swingup"):
-        env = unilab_envs.make(name, num_envs=16, seed=3)
-        env.reset()
-        g = torch.Generator().manual_seed(1)
-        for _ in range(30):
-            env.step(torch.rand(16, 1, generator=g) * 2 - 1)
+        env = _stepped(name, seed=3, steps=30)
         ctx, results = env.ctx, []
         for hook in (type(env.task).evaluate_and_observe, Task.evaluate_and_observe):
             out = {
@@ -80,11 +86,7 @@ def test_fused_reset_and_observe_equals_the_two_hooks():
     from unilab_envs import Task
 
     for name in ("cartpole-balance", "cartpole-swingup"):
-        env = unilab_envs.make(name, num_envs=16, seed=5)
-        env.reset()
-        g = torch.Generator().manual_seed(2)
-        for _ in range(10):
-            env.step(torch.rand(16, 1, generator=g) * 2 - 1)
+        env = _stepped(name, seed=5, steps=10)
         ctx, results = env.ctx, []
         state = {k: wp.to_torch(getattr(ctx.data, k)).clone() for k in ("qpos", "qvel")}
         mask = wp.array([i % 3 == 0 for i in range(16)], dtype=wp.bool, device="cpu")
