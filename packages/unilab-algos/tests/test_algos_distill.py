@@ -98,14 +98,13 @@ def test_drop_ignores_the_trailing_window_but_counts_its_loss():
 
 
 def test_matches_rsl_rl_distillation_bitwise():
-    rsl = pytest.importorskip("rsl_rl")
+    pytest.importorskip("rsl_rl")
     from rsl_rl.algorithms import Distillation as RslDistillation
     from rsl_rl.models import MLPModel
     from rsl_rl.storage import RolloutStorage
 
     from unilab_algos import convert_rsl_rl_state_dict
 
-    assert rsl is not None
     obs0 = TensorDict({k: torch.zeros(N, v) for k, v in DIMS.items()}, batch_size=[N])
     groups = {"student": ["policy"], "teacher": ["critic"]}
     dist = {"class_name": "GaussianDistribution", "init_std": 1.0}

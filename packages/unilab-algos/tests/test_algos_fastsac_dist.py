@@ -124,8 +124,8 @@ def test_replica_consistency_with_rank_local_replay():
     assert (cu, au) == (5 * U, 5 * U // 2)  # policy_frequency 2
     for k in s0:
         assert torch.equal(s0[k], s1[k]), k
-    targets = [k for k in s0 if k.startswith("m2.")]  # critic_target
-    assert targets and all(torch.equal(s0[k], s1[k]) for k in targets)
+    # the loop above covered the target critic too (updated locally on each rank)
+    assert any(k.startswith("m2.") for k in s0)
     # accounting: per env step 1 normalizer reduction (policy and critic fused) and U grad
     # all-reduces
     assert c0[-1] == c1[-1] == {"observe": 5, "update": U * 5}
