@@ -95,16 +95,7 @@ def _point_mass_return(ppo: PPO, n: int, steps: int, iters: int, seed: int) -> l
     return history
 
 
-def test_ppo_solves_point_mass():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)  # tiny nets: threads only add contention
-    try:
-        _solve_point_mass()
-    finally:
-        torch.set_num_threads(threads)
-
-
-def _solve_point_mass():
+def test_ppo_solves_point_mass():  # one thread: conftest's autouse fixture
     torch.manual_seed(0)
     net = NetworkConfig(hidden=(32, 32), activation="tanh")
     cfg = PPOConfig(
