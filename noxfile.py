@@ -9,6 +9,8 @@ Sessions:
   integration       the integration package's tests with every package installed
   build(<pkg>)      wheel + sdist of one package, the wheel installed into an empty venv, imported
   demo              README's training command (cartpole-balance, PPO, 2 CPU workers)
+  gpu               every gpu/multigpu test in the current environment, on the GPU machine;
+                    writes docs/benchmarks/gpu-tests.md (tools/gpu_tests.py)
 
 Each session deletes its virtual environment when it ends, so that a full run needs the disk of
 one environment at a time (about 1.6 GB) rather than of all of them; `nox -r` (reuse) or
@@ -207,6 +209,13 @@ def build(session: nox.Session, package: str) -> None:
         f"import {import_name(package)} as m; print(m.__name__, m.__version__)",
         external=True,
     )
+
+
+@nox.session(python=False)
+def gpu(session: nox.Session) -> None:
+    """Every `gpu`/`multigpu` test, in the current environment (the GPU machine has no network
+    for fresh venvs); writes docs/benchmarks/gpu-tests.md. Not a default session."""
+    session.run("python3", str(ROOT / "tools" / "gpu_tests.py"), *session.posargs)
 
 
 @nox.session
