@@ -71,13 +71,11 @@ import glob
 import json
 import math
 import os
-import re
 import socket
 import statistics
 import sys
 import tempfile
 import time
-import xml.etree.ElementTree as ET
 import zipfile
 from collections import defaultdict
 from pathlib import Path
@@ -89,6 +87,8 @@ for _pkg in ("unilab-dist", "unilab-storage", "unilab-algos", "unilab-envs"):
         sys.path.insert(0, _src)
 
 import torch  # noqa: E402
+
+from unilab_envs.tasks.robots import mjlab_physics_xml  # noqa: E402
 
 PHASES = ("physics", "obs_reward", "inference", "storage", "norm_sync", "learning", "sync", "other")
 GO1_XML_IN_WHEEL = "mjlab/asset_zoo/robots/unitree_go1/xmls/"
@@ -165,51 +165,6 @@ def find_go1_xml(workdir: str) -> str:
             if name.startswith(GO1_XML_IN_WHEEL) and not name.endswith("/"):
                 zf.extract(name, workdir)
     return os.path.join(workdir, GO1_XML_IN_WHEEL, "go1.xml")
-
-
-def mjlab_physics_xml(src: str, dst: str) -> str:
-    """Copy of `src` with MJLab's flat-Go1 solver options and FULL_COLLISION geom settings."""
-    tree = ET.parse(src)
-    root = tree.getroot()
-    compiler = root.find("compiler")
-    if compiler is None:
-        compiler = ET.SubElement(root, "compiler")
-    meshdir = compiler.get("meshdir", "")
-    compiler.set(
-        "meshdir", os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(src)), meshdir))
-    )
-    for old in root.findall("option"):
-        root.remove(old)
-    option = ET.Element(
-        "option",
-        timestep="0.005",
-        integrator="implicitfast",
-        cone="elliptic",
-        impratio="10",
-        iterations="10",
-        ls_iterations="20",
-        tolerance="1e-8",
-        ls_tolerance="0.01",
-        ccd_iterations="50",
-    )
-    root.insert(1, option)
-    foot, coll = re.compile(r"^[FR][LR]_foot_collision$"), re.compile(r".*_collision\d*$")
-    for geom in root.iter("geom"):
-        name = geom.get("name", "")
-        if not coll.match(name):
-            continue
-        geom.set("contype", "1")
-        geom.set("conaffinity", "1")
-        geom.set("solref", "0.01 1")
-        if foot.match(name):
-            geom.set("condim", "6")
-            geom.set("priority", "1")
-            geom.set("friction", "1 5e-3 5e-4")
-        else:
-            geom.set("condim", "1")
-            geom.set("priority", "0")
-    tree.write(dst)
-    return dst
 
 
 # ----------------------------------------------------------------------------- timing helpers

@@ -44,7 +44,7 @@ from unilab_envs._core.task import Capacity, Task, TaskContext, TaskSpec
 from unilab_envs.curriculum import Curriculum, LevelCurriculum
 from unilab_envs.randomization import DomainRandomization
 from unilab_envs.tasks import _velocity_kernels as K
-from unilab_envs.tasks.robots import RobotConfig, humanoid, quadruped
+from unilab_envs.tasks.robots import RobotConfig, apply_physics, humanoid, quadruped
 
 __all__ = [
     "VelocityConfig",
@@ -150,7 +150,8 @@ def _ids(mjm: mujoco.MjModel, obj: mujoco.mjtObj, names, what: str, path: str) -
 
 
 def build_robot_model(robot: RobotConfig) -> mujoco.MjModel:
-    """Load `robot.mjcf`, check the named joints/bodies, add PD actuators and a floor if needed.
+    """Load `robot.mjcf`, check the named joints/bodies, add PD actuators, apply the robot's
+    collision setup and solver options (`apply_physics`), add a floor if needed.
 
     Raises ValueError naming the missing joints or bodies, or a joint without an actuator.
     """
@@ -167,8 +168,13 @@ def build_robot_model(robot: RobotConfig) -> mujoco.MjModel:
     missing = [n for n in dict.fromkeys(wanted) if n not in bodies]
     if missing:
         raise ValueError(f"MJCF {path!r} lacks the bodies {missing} named in the robot config")
+    geoms = {g.name for g in spec.geoms}
+    missing = [n for n in robot.foot_geoms or () if n not in geoms]
+    if missing:
+        raise ValueError(f"MJCF {path!r} lacks the geoms {missing} named in the robot config")
     if robot.kp is not None:
         _replace_actuators(spec, robot)
+    apply_physics(spec, robot)
     if not any(g.type == mujoco.mjtGeom.mjGEOM_PLANE for g in spec.worldbody.geoms):
         spec.worldbody.add_geom(
             name="unilab_floor", type=mujoco.mjtGeom.mjGEOM_PLANE, size=[0, 0, 0.05]
@@ -183,6 +189,7 @@ def _replace_actuators(spec: mujoco.MjSpec, robot: RobotConfig) -> None:
             spec.delete(act)
     kp, kv = robot.per_joint("kp"), robot.per_joint("kv") or (0.0,) * robot.num_joints
     effort, armature = robot.per_joint("effort_limit"), robot.per_joint("armature")
+    damping, frictionloss = robot.per_joint("damping"), robot.per_joint("frictionloss")
     by_name = {j.name: j for j in spec.joints}
     for i, name in enumerate(robot.joint_names):
         act = spec.add_actuator(name=f"{name}_pd", target=name, trntype=mujoco.mjtTrn.mjTRN_JOINT)
@@ -192,6 +199,10 @@ def _replace_actuators(spec: mujoco.MjSpec, robot: RobotConfig) -> None:
             act.forcerange = [-effort[i], effort[i]]
         if armature is not None:
             by_name[name].armature = armature[i]
+        if damping is not None:
+            by_name[name].damping[0] = damping[i]
+        if frictionloss is not None:
+            by_name[name].frictionloss = frictionloss[i]
 
 
 class VelocityTask(Task):
@@ -250,12 +261,15 @@ class VelocityTask(Task):
                 )
             act_ids.append(acts[0])
         feet = _ids(mjm, mujoco.mjtObj.mjOBJ_BODY, r.foot_bodies, "bodies", path)
-        term = _ids(
-            mjm, mujoco.mjtObj.mjOBJ_BODY, r.termination_bodies or (r.base_body,), "bodies", path
-        )
+        term_names = (r.base_body,) if r.termination_bodies is None else r.termination_bodies
+        term = _ids(mjm, mujoco.mjtObj.mjOBJ_BODY, term_names, "bodies", path)
         geom_foot = np.full(mjm.ngeom, -1, np.int32)
-        for k, b in enumerate(feet):
-            geom_foot[mjm.geom_bodyid == b] = k
+        if r.foot_geoms is not None:
+            foot_geoms = _ids(mjm, mujoco.mjtObj.mjOBJ_GEOM, r.foot_geoms, "geoms", path)
+            geom_foot[foot_geoms] = np.arange(len(foot_geoms))
+        else:
+            for k, b in enumerate(feet):
+                geom_foot[mjm.geom_bodyid == b] = k
         rng = mjm.jnt_range[jids].astype(np.float64)
         limited = mjm.jnt_limited[jids].astype(bool)
         rng[~limited] = (-1e6, 1e6)

@@ -1,8 +1,10 @@
-"""Robot configurations for the velocity task: UniLab's own quadruped and humanoid MJCFs.
+"""Robot configurations for the velocity task.
 
-`quadruped()` and `humanoid()` return `RobotConfig`s pointing at the packaged MJCF files
-(`unilab_envs/assets/quadruped.xml`, `humanoid.xml`). For another robot, build a
-`RobotConfig` with the path of its MJCF (see `RobotConfig`).
+`quadruped()` and `humanoid()` return `RobotConfig`s pointing at UniLab's packaged MJCF files
+(`unilab_envs/assets/quadruped.xml`, `humanoid.xml`). `go1(mjcf=None)` and `g1(mjcf=None)` are
+MJLab 1.6.0's Unitree Go1 and G1 (actuators, pose, collisions, solver options); their MJCF
+comes from `mjcf`, an installed `mjlab` or MuJoCo Menagerie (`find_mjcf`). For another robot,
+build a `RobotConfig` with the path of its MJCF (see `RobotConfig`).
 """
 
 from __future__ import annotations
@@ -10,13 +12,35 @@ from __future__ import annotations
 import importlib.resources
 
 from unilab_envs.tasks.robots._config import RobotConfig
+from unilab_envs.tasks.robots._mjcf import MjcfSource as MjcfSource
+from unilab_envs.tasks.robots._mjcf import RobotFileNotFoundError as RobotFileNotFoundError
+from unilab_envs.tasks.robots._mjcf import find_mjcf as find_mjcf
+from unilab_envs.tasks.robots._physics import CollisionConfig as CollisionConfig
+from unilab_envs.tasks.robots._physics import PhysicsOptions as PhysicsOptions
+from unilab_envs.tasks.robots._physics import apply_physics as apply_physics
+from unilab_envs.tasks.robots._physics import mjlab_physics_xml as mjlab_physics_xml
+from unilab_envs.tasks.robots._unitree import G1_JOINTS as G1_JOINTS
+from unilab_envs.tasks.robots._unitree import GO1_JOINTS as GO1_JOINTS
+from unilab_envs.tasks.robots._unitree import g1 as g1
+from unilab_envs.tasks.robots._unitree import go1 as go1
 
 __all__ = [
-    "QUADRUPED_JOINTS",
+    "G1_JOINTS",
+    "GO1_JOINTS",
     "HUMANOID_JOINTS",
+    "QUADRUPED_JOINTS",
+    "CollisionConfig",
+    "MjcfSource",
+    "PhysicsOptions",
     "RobotConfig",
+    "RobotFileNotFoundError",
+    "apply_physics",
     "asset_path",
+    "find_mjcf",
+    "g1",
+    "go1",
     "humanoid",
+    "mjlab_physics_xml",
     "quadruped",
 ]
 
