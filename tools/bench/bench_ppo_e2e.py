@@ -51,8 +51,9 @@ iterations are timed whole):
 /tmp/site-mjlab or extracted from .kit/mjlab/mjlab-1.6.0-*.whl) with MJLab's actuators (PD gains
 from rotor inertia and gear ratio, 10 Hz, damping ratio 2, armature, effort limits), action
 scale 0.25 * effort / stiffness, default pose, initial height 0.278 m and 70 degree tilt limit,
-driven by UniLab's quadruped velocity task. `--mjlab-physics` (default on for go1) writes a copy
-of the MJCF with MJLab's solver options (dt 0.005 s, implicitfast, elliptic cone, impratio 10,
+driven by UniLab's quadruped velocity task (`go1_robot_config`: `unilab_envs.tasks.robots.go1`
+with the task's foot and termination settings). `--mjlab-physics` (default on for go1) keeps
+MJLab's solver options (dt 0.005 s, implicitfast, elliptic cone, impratio 10,
 10 iterations, 20 line-search iterations) and its FULL_COLLISION geom settings; njmax 300 as in
 MJLab's flat task. Matmuls in TF32 (`--matmul-precision high`) as MJLab's `mjlab.scripts.train`
 sets them (`configure_torch_backends()`, TF32 on by default), unless `--matmul-precision` says
@@ -69,7 +70,6 @@ from __future__ import annotations
 import argparse
 import glob
 import json
-import math
 import os
 import socket
 import statistics
@@ -86,66 +86,30 @@ for _pkg in ("unilab-dist", "unilab-storage", "unilab-algos", "unilab-envs"):
     if _src not in sys.path:
         sys.path.insert(0, _src)
 
+import attrs  # noqa: E402
 import torch  # noqa: E402
-
-from unilab_envs.tasks.robots import mjlab_physics_xml  # noqa: E402
 
 PHASES = ("physics", "obs_reward", "inference", "storage", "norm_sync", "learning", "sync", "other")
 GO1_XML_IN_WHEEL = "mjlab/asset_zoo/robots/unitree_go1/xmls/"
 
+
 # ----------------------------------------------------------------------------- Go1 (mjlab 1.6.0)
-# mjlab/asset_zoo/robots/unitree_go1/go1_constants.py
-_ROTOR_INERTIA = 0.000111842
-_HIP_GEAR, _KNEE_GEAR = 6.0, 9.0
-_HIP_EFFORT, _KNEE_EFFORT = 23.7, 35.55
-_NATURAL_FREQ = 10 * 2.0 * 3.1415926535
-_DAMPING_RATIO = 2.0
-GO1_JOINTS = tuple(
-    f"{leg}_{part}_joint" for leg in ("FR", "FL", "RR", "RL") for part in ("hip", "thigh", "calf")
-)
+def go1_robot_config(mjcf: str, *, nconmax: int = 48, njmax: int = 300, mjlab_physics=True):
+    """MJLab's Go1 (`unilab_envs.tasks.robots.go1`: actuators, pose, collisions, solver options)
+    as UniLab's quadruped velocity task drives it here: feet are the calf bodies, and an episode
+    also ends on trunk contact or a base below 5 cm. `mjlab_physics=False`: the MJCF's own
+    collision setup and solver options."""
+    from unilab_envs.tasks.robots import go1
 
-
-def go1_gains() -> dict[str, tuple[float, ...]]:
-    """MJLab's Go1 actuator constants per joint in GO1_JOINTS order (kp N m/rad, kv N m s/rad,
-    armature kg m^2, effort N m, action scale rad)."""
-    out: dict[str, list[float]] = defaultdict(list)
-    for _leg in range(4):
-        for gear, effort in ((_HIP_GEAR, _HIP_EFFORT),) * 2 + ((_KNEE_GEAR, _KNEE_EFFORT),):
-            inertia = _ROTOR_INERTIA * gear**2
-            kp = inertia * _NATURAL_FREQ**2
-            out["kp"].append(kp)
-            out["kv"].append(2 * _DAMPING_RATIO * inertia * _NATURAL_FREQ)
-            out["armature"].append(inertia)
-            out["effort"].append(effort)
-            out["action_scale"].append(0.25 * effort / kp)
-    return {k: tuple(v) for k, v in out.items()}
-
-
-def go1_robot_config(mjcf: str, *, nconmax: int = 48, njmax: int = 300):
-    """`RobotConfig` for mjlab's go1.xml (joint, body names and constants of mjlab 1.6.0)."""
-    from unilab_envs.tasks.robots import RobotConfig
-
-    g = go1_gains()
-    # INIT_STATE: ".*R_hip_joint" 0.1 (FR, RR), ".*L_hip_joint" -0.1, thigh 0.9, calf -1.8.
-    pose = {"FR": 0.1, "FL": -0.1, "RR": 0.1, "RL": -0.1}
-    return RobotConfig(
-        name="go1",
-        mjcf=mjcf,
-        joint_names=GO1_JOINTS,
-        default_pose=[v for leg in ("FR", "FL", "RR", "RL") for v in (pose[leg], 0.9, -1.8)],
-        action_scale=g["action_scale"],
-        base_body="trunk",
-        foot_bodies=("FR_calf", "FL_calf", "RR_calf", "RL_calf"),
+    physics = {} if mjlab_physics else {"collisions": (), "physics": None}
+    return attrs.evolve(
+        go1(mjcf),
+        foot_geoms=None,
         termination_bodies=("trunk",),
-        init_height=0.278,
         min_base_height=0.05,
-        max_tilt=math.radians(70.0),
-        kp=g["kp"],
-        kv=g["kv"],
-        effort_limit=g["effort"],
-        armature=g["armature"],
         nconmax=nconmax,
         njmax=njmax,
+        **physics,
     )
 
 
@@ -355,7 +319,9 @@ def make_env(args, rank: int, device: str):
 
     kw: dict = dict(check_actions=False)
     if args.robot == "go1":
-        kw["robot"] = go1_robot_config(args.mjcf, njmax=args.njmax, nconmax=args.nconmax)
+        kw["robot"] = go1_robot_config(
+            args.mjcf, njmax=args.njmax, nconmax=args.nconmax, mjlab_physics=args.mjlab_physics
+        )
     return unilab_envs.make(
         args.task, num_envs=args.num_envs, device=device, seed=args.seed + rank, **kw
     )
@@ -765,8 +731,6 @@ def main(argv=None) -> None:
 def run_all(args, workdir: str) -> None:
     if args.robot == "go1":
         args.mjcf = args.mjcf or find_go1_xml(workdir)
-        if args.mjlab_physics:
-            args.mjcf = mjlab_physics_xml(args.mjcf, os.path.join(workdir, "go1_mjlab.xml"))
         print(f"go1 MJCF: {args.mjcf}", flush=True)
     out_dir = os.environ.get("OUT")
     if out_dir:

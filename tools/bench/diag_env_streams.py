@@ -122,13 +122,11 @@ def main(argv=None) -> None:
     with tempfile.TemporaryDirectory(prefix="unilab_streams_") as workdir:
         robot = None
         if args.robot == "go1":
-            from bench_ppo_e2e import find_go1_xml, go1_robot_config, mjlab_physics_xml
+            from bench_ppo_e2e import find_go1_xml, go1_robot_config
 
             if args.task != "quadruped-velocity":
                 p.error("--robot go1 needs --task quadruped-velocity")
-            xml = mjlab_physics_xml(
-                args.mjcf or find_go1_xml(workdir), os.path.join(workdir, "go1_mjlab.xml")
-            )
+            xml = args.mjcf or find_go1_xml(workdir)
             robot = go1_robot_config(xml, njmax=args.njmax, nconmax=args.nconmax)
         rows = []
         for k in splits:
