@@ -155,7 +155,7 @@ def layers(session: nox.Session) -> None:
 @nox.session
 @pruned
 def tools(session: nox.Session) -> None:
-    session.install("pytest>=8")
+    session.install("pytest>=8", "numpy")  # numpy: the MJLab parity fixtures
     session.run("pytest", str(ROOT / "tools" / "tests"), "-q")
 
 
