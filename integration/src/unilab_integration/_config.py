@@ -222,6 +222,37 @@ TASK_DEFAULTS: dict[str, dict[str, dict[str, Any]]] = {
     },
     "quadruped-velocity": {"*": {"env.num_envs": 4096, "runner.num_steps_per_env": 24}},
     "humanoid-velocity": {"*": {"env.num_envs": 4096, "runner.num_steps_per_env": 24}},
+    # MJLab 1.6.0 tasks/velocity/config/go1/rl_cfg.py (unitree_go1_ppo_runner_cfg).
+    "go1-velocity-flat": {
+        "*": {
+            "env.num_envs": 4096,
+            "runner.num_steps_per_env": 24,
+            "runner.iterations": 10_000,
+            "runner.save_interval": 50,
+        },
+        "ppo": {
+            "algo.actor.hidden": [512, 256, 128],
+            "algo.critic.hidden": [512, 256, 128],
+            "algo.actor.activation": "elu",
+            "algo.critic.activation": "elu",
+            "algo.actor.normalize_obs": True,
+            "algo.critic.normalize_obs": True,
+            "algo.policy.init_std": 1.0,
+            "algo.policy.std_param": "std",
+            "algo.value_loss_coef": 1.0,
+            "algo.use_clipped_value_loss": True,
+            "algo.clip_param": 0.2,
+            "algo.entropy_coef": 0.01,
+            "algo.num_epochs": 5,
+            "algo.num_mini_batches": 4,
+            "algo.learning_rate": 1e-3,
+            "algo.schedule": "adaptive",
+            "algo.gamma": 0.99,
+            "algo.lam": 0.95,
+            "algo.desired_kl": 0.01,
+            "algo.max_grad_norm": 1.0,
+        },
+    },
 }
 
 

@@ -153,6 +153,7 @@ class VecEnv:
         self.mjm = mjm
         self._full_reset = needs_full_reset(mjm)
         batch_sizes = dr.batch_sizes(n) if dr is not None else {}
+        batch_sizes.update({name: n for name in spec.model_batch_fields})
         model = mjw.put_model(mjm, batch_sizes=batch_sizes)
         model.opt.warn_overflow = int(model.opt.warn_overflow) & ~_SOLVER_LIMITS
         data = mjw.make_data(
@@ -205,6 +206,8 @@ class VecEnv:
             Randomizer(dr, mjm, model, data, n, spec.step_dt, dev) if dr is not None else None
         )
         self._reset_arrays = reset_arrays(model, data)
+        bound = spec.action_bound
+        self._action_bound = float("inf") if bound is None else float(bound)
         self.task.bind(self.ctx)
         self._raw_action_t = wp.to_torch(self._raw_action)
         self._level_t = wp.to_torch(self.ctx.curriculum_level)
@@ -232,15 +235,18 @@ class VecEnv:
         wp.launch(
             kernels.begin_step,
             dim=(n, spec.action_dim),
-            inputs=[self._raw_action, ctx.rng_counter, ctx.episode_length],
+            inputs=[self._raw_action, self._action_bound, ctx.rng_counter, ctx.episode_length],
             outputs=[ctx.action, self._bad_action_world],
             device=dev,
         )
         self.task.apply_action(ctx)
         if self.randomizer is not None:
             self.randomizer.push(ctx.seed, ctx.rng_counter, self._all)
+        substep = type(self.task).post_substep is not Task.post_substep
         for _ in range(spec.decimation):
             mjw.step(ctx.model, ctx.data)
+            if substep:
+                self.task.post_substep(ctx)
         self.task.post_physics(ctx)
         # The final observation is written before the bookkeeping, which zeroes the episode
         # length and the action history of the worlds that are done: it sees them as they were.
@@ -451,6 +457,7 @@ class VecEnv:
         """The warp arrays that `state_dict` saves, by a stable name."""
         out: dict[str, wp.array] = {}
         batched = self.randomization.batch_sizes(self.num_envs) if self.randomization else {}
+        batched = {**batched, **dict.fromkeys(self.task.spec.model_batch_fields, 1)}
         for name in sorted(batched):
             out[f"model.{name}"] = getattr(self.ctx.model, name)
         # The output buffer whole (the per-output warp views alias it).

@@ -73,13 +73,14 @@ def episode_bookkeeping(
 @wp.kernel
 def begin_step(
     raw: wp.array2d(dtype=float),
+    bound: float,
     counter: wp.array(dtype=wp.int32),
     episode_length: wp.array(dtype=wp.int32),
     action: wp.array2d(dtype=float),
     first_bad_world: wp.array(dtype=wp.int32),
 ):
     # The first kernel of a control step (the step's counters here save separate launches).
-    # Clamps the actions to [-1, 1]; a non-finite value passes through unchanged (as
+    # Clamps the actions to [-bound, bound] (the task's action_bound); a non-finite value passes through unchanged (as
     # torch.clamp does) and its world is recorded for the env's deferred check. Thread (0, 0)
     # advances the RNG counter: every later kernel of the step (pushes, resets, observation
     # noise) reads the new value, so each step draws new numbers. Thread (w, 0) counts the
@@ -91,7 +92,7 @@ def begin_step(
             counter[0] = counter[0] + 1
     v = raw[w, a]
     if wp.isfinite(v):
-        action[w, a] = wp.clamp(v, -1.0, 1.0)
+        action[w, a] = wp.clamp(v, -bound, bound)
     else:
         action[w, a] = v
         wp.atomic_min(first_bad_world, 0, w)

@@ -16,7 +16,8 @@ Order of one control step (`env.step(action)`):
    advances the RNG counter `ctx.rng_counter` (so every replay draws new numbers) and
    counts the step in `ctx.episode_length`;
 2. `task.apply_action(ctx)` writes `ctx.data.ctrl` (scale actions to actuator units);
-3. `decimation` times: pushes (if configured) then `mujoco_warp.step(model, data)`;
+3. pushes (if configured), then `decimation` times `mujoco_warp.step(model, data)` and
+   `task.post_substep(ctx)` (a no-op unless the task overrides it);
 4. `task.post_physics(ctx)`: task state updates (e.g. command resampling timers);
 5. `task.evaluate(ctx, reward, terminated, log)`: per-world reward, termination and the
    per-step value of each term named in `log_terms`;
@@ -103,6 +104,10 @@ class TaskSpec:
         forward_after_reset: run `mujoco_warp.forward` after resets (needed when `observe`
             reads derived quantities such as `xpos`, `xquat`, `site_xpos`; not when it reads
             only `qpos`/`qvel`).
+        action_bound: the env clamps actions to [-action_bound, action_bound] (None: no
+            clamp, for tasks whose policies act unbounded, as MJLab's do).
+        model_batch_fields: `mujoco_warp.Model` fields the task makes per-world (e.g.
+            "geom_friction", "body_ipos") and writes itself in `bind`; saved by `state_dict`.
     """
 
     name: str
@@ -115,6 +120,8 @@ class TaskSpec:
     log_terms: tuple[str, ...] = attrs.field(default=(), converter=tuple)
     capacity: Capacity = attrs.field(factory=Capacity)
     forward_after_reset: bool = False
+    action_bound: float | None = 1.0
+    model_batch_fields: tuple[str, ...] = attrs.field(default=(), converter=tuple)
 
     @observation_dims.validator
     def _check_obs(self, attribute: attrs.Attribute, value: dict[str, int]) -> None:
@@ -213,6 +220,9 @@ class Task(abc.ABC):
     @abc.abstractmethod
     def apply_action(self, ctx: TaskContext) -> None:
         """Write `ctx.data.ctrl` from `ctx.action` (float32 [N, A] in [-1, 1])."""
+
+    def post_substep(self, ctx: TaskContext) -> None:  # noqa: B027 (optional hook)
+        """After every physics substep (e.g. contact timers tracked at the physics rate)."""
 
     def post_physics(self, ctx: TaskContext) -> None:  # noqa: B027 (optional hook)
         """Update task state after the physics substeps (e.g. resample commands)."""

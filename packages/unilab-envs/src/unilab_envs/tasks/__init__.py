@@ -13,6 +13,7 @@ BUILTIN_TASKS: dict[str, str] = {
     "cartpole-swingup": "unilab_envs.tasks.cartpole:make_cartpole_swingup",
     "quadruped-velocity": "unilab_envs.tasks.velocity:make_quadruped_velocity",
     "humanoid-velocity": "unilab_envs.tasks.velocity:make_humanoid_velocity",
+    "go1-velocity-flat": "unilab_envs.tasks.mjlab_velocity:make_go1_velocity_flat",
 }
 
 __all__ = ["BUILTIN_TASKS"]

@@ -53,6 +53,7 @@ __all__ = [
     "make_humanoid_velocity",
     "make_quadruped_velocity",
     "make_velocity_task",
+    "robot_spec",
 ]
 
 _vec3 = attrs.validators.deep_iterable(attrs.validators.ge(0.0))
@@ -155,6 +156,11 @@ def build_robot_model(robot: RobotConfig) -> mujoco.MjModel:
 
     Raises ValueError naming the missing joints or bodies, or a joint without an actuator.
     """
+    return robot_spec(robot).compile()
+
+
+def robot_spec(robot: RobotConfig) -> mujoco.MjSpec:
+    """`build_robot_model` before compiling: the spec, for tasks that add to it (sensors)."""
     path = robot.mjcf
     if not os.path.isfile(path):
         raise ValueError(f"robot {robot.name!r}: MJCF file {path!r} does not exist")
@@ -179,7 +185,7 @@ def build_robot_model(robot: RobotConfig) -> mujoco.MjModel:
         spec.worldbody.add_geom(
             name="unilab_floor", type=mujoco.mjtGeom.mjGEOM_PLANE, size=[0, 0, 0.05]
         )
-    return spec.compile()
+    return spec
 
 
 def _replace_actuators(spec: mujoco.MjSpec, robot: RobotConfig) -> None:

@@ -1,0 +1,410 @@
+"""MJLab 1.6.0's velocity tasks on UniLab's env layer: `go1-velocity-flat`.
+
+`go1-velocity-flat` is `Mjlab-Velocity-Flat-Unitree-Go1` (mjlab/tasks/velocity/
+velocity_env_cfg.py + config/go1/env_cfgs.py): the same observation terms in the same order,
+the same command, rewards (weight x value x step_dt), termination, events and command
+curriculum. The term-by-term table, with every difference and its reason, is
+docs/envs-mjlab.md; the kernels are in `tasks/_mjlab_kernels.py`.
+
+Action: float32 [N, 12], unbounded (`action_bound=None`, as MJLab's): joint target =
+default pose + scale * action - encoder bias.
+Observations (float32):
+    "policy" [N, 48]: base_lin_vel 3 (IMU velocimeter), base_ang_vel 3 (IMU gyro),
+        projected_gravity 3, joint_pos 12 (minus default, with the encoder bias), joint_vel
+        12, actions 12, command 3; uniform noise +-0.5, 0.2, 0.05, 0.01, 1.5 on the first five.
+    "critic" [N, 72]: the same without noise and bias, foot_height 4, foot_air_time 4,
+        foot_contact 4, foot_contact_forces 12.
+"""
+
+from __future__ import annotations
+
+import math
+
+import attrs
+import mujoco
+import numpy as np
+import warp as wp
+
+from unilab_envs._core.task import Capacity, Task, TaskContext, TaskSpec
+from unilab_envs.tasks import _mjlab_kernels as K
+from unilab_envs.tasks.robots import RobotConfig
+from unilab_envs.tasks.velocity import _ids, robot_spec
+
+__all__ = ["MjlabVelocityConfig", "MjlabVelocityTask", "make_go1_velocity_flat"]
+
+_pair = attrs.converters.pipe(tuple, lambda v: tuple(float(x) for x in v))
+
+
+def _stages(value) -> tuple[tuple[int, tuple[float, float], tuple[float, float]], ...]:
+    return tuple((int(s), tuple(map(float, x)), tuple(map(float, z))) for s, x, z in value)
+
+
+@attrs.frozen(kw_only=True)
+class MjlabVelocityConfig:
+    """MJLab's velocity task options (defaults: Go1 flat); variants via `attrs.evolve`.
+
+    Per-joint values (`pose_std_*`) are in the robot's joint order. Weights are MJLab's
+    (per second; the reward multiplies by step_dt).
+    """
+
+    decimation: int = 4
+    physics_dt: float = 0.005
+    episode_length_s: float = 20.0
+    # robot parts (names in the MJCF)
+    foot_geoms: tuple[str, ...] = (
+        "FR_foot_collision",
+        "FL_foot_collision",
+        "RR_foot_collision",
+        "RL_foot_collision",
+    )
+    foot_sites: tuple[str, ...] = ("FR", "FL", "RR", "RL")
+    imu_gyro: str = "imu_ang_vel"
+    imu_velocimeter: str = "imu_lin_vel"
+    soft_joint_limit_factor: float = 0.9
+    # twist command
+    resampling_time_range: tuple[float, float] = attrs.field(default=(3.0, 8.0), converter=_pair)
+    rel_standing_envs: float = 0.1
+    rel_heading_envs: float = 0.3
+    rel_forward_envs: float = 0.2
+    forward_min: float = 0.3
+    heading_command: bool = True
+    heading_control_stiffness: float = 0.5
+    lin_vel_y: tuple[float, float] = attrs.field(default=(-1.0, 1.0), converter=_pair)
+    heading_range: tuple[float, float] = attrs.field(default=(-math.pi, math.pi), converter=_pair)
+    # command curriculum (commands_vel): (env step, lin_vel_x, ang_vel_z) per stage
+    command_stages: tuple = attrs.field(
+        default=(
+            (0, (-1.0, 1.0), (-0.5, 0.5)),
+            (5000 * 24, (-1.5, 2.0), (-0.7, 0.7)),
+            (10000 * 24, (-2.0, 3.0), (-0.7, 0.7)),
+        ),
+        converter=_stages,
+    )
+    # rewards
+    w_track_linear_velocity: float = 2.0
+    std_track_linear_velocity: float = math.sqrt(0.25)
+    w_track_angular_velocity: float = 2.0
+    std_track_angular_velocity: float = math.sqrt(0.5)
+    w_upright: float = 1.0
+    std_upright: float = math.sqrt(0.2)
+    w_pose: float = 1.0
+    pose_std_standing: tuple[float, ...] = (0.05, 0.05, 0.1) * 4
+    pose_std_walking: tuple[float, ...] = (0.3, 0.3, 0.6) * 4
+    pose_std_running: tuple[float, ...] = (0.3, 0.3, 0.6) * 4
+    walking_threshold: float = 0.05
+    running_threshold: float = 1.5
+    w_dof_pos_limits: float = -1.0
+    w_action_rate_l2: float = -0.1
+    w_foot_clearance: float = -2.0
+    foot_clearance_target: float = 0.1
+    foot_clearance_command_threshold: float = 0.05
+    w_foot_swing_height: float = -0.25
+    foot_swing_target: float = 0.1
+    foot_swing_command_threshold: float = 0.05
+    w_foot_slip: float = -0.1
+    foot_slip_command_threshold: float = 0.05
+    w_soft_landing: float = -1e-5
+    soft_landing_command_threshold: float = 0.05
+    foot_height_max_distance: float = 1.0
+    # termination
+    fell_over_limit_angle: float = math.radians(70.0)
+    # events
+    reset_pose_x: tuple[float, float] = attrs.field(default=(-0.5, 0.5), converter=_pair)
+    reset_pose_y: tuple[float, float] = attrs.field(default=(-0.5, 0.5), converter=_pair)
+    reset_pose_z: tuple[float, float] = attrs.field(default=(0.01, 0.05), converter=_pair)
+    reset_pose_yaw: tuple[float, float] = attrs.field(default=(-3.14, 3.14), converter=_pair)
+    push_interval_s: tuple[float, float] = attrs.field(default=(1.0, 3.0), converter=_pair)
+    push_lin_vel: tuple[float, float, float] = (0.5, 0.5, 0.4)
+    push_ang_vel: tuple[float, float, float] = (0.52, 0.52, 0.78)
+    foot_friction: tuple[tuple[float, float], ...] = ((0.3, 1.5), (1e-4, 2e-2), (1e-5, 5e-3))
+    foot_friction_log_uniform: tuple[bool, bool, bool] = (False, True, True)
+    com_body: str = "trunk"
+    com_offset: tuple[tuple[float, float], ...] = ((-0.025, 0.025), (-0.025, 0.025), (-0.03, 0.03))
+    encoder_bias: tuple[float, float] = attrs.field(default=(-0.015, 0.015), converter=_pair)
+    # observation noise (MJLab's actor group corruption)
+    obs_noise: bool = True
+    noise_lin_vel: float = 0.5
+    noise_ang_vel: float = 0.2
+    noise_gravity: float = 0.05
+    noise_joint_pos: float = 0.01
+    noise_joint_vel: float = 1.5
+
+    @property
+    def step_dt(self) -> float:
+        return self.physics_dt * self.decimation
+
+    @property
+    def max_episode_steps(self) -> int:
+        return math.ceil(self.episode_length_s / self.step_dt - 1e-9)  # MJLab: ceil
+
+
+class MjlabVelocityTask(Task):
+    """MJLab's velocity-tracking MDP for a robot; see the module docstring."""
+
+    def __init__(self, robot: RobotConfig, config: MjlabVelocityConfig, name: str) -> None:
+        self.robot, self.config = robot, config
+        j, f = robot.num_joints, len(config.foot_geoms)
+        self.spec = TaskSpec(
+            name=name,
+            action_dim=j,
+            observation_dims={"policy": 12 + 3 * j, "critic": 12 + 3 * j + 6 * f},
+            decimation=config.decimation,
+            physics_dt=config.physics_dt,
+            max_episode_steps=config.max_episode_steps,
+            success_threshold=0.6
+            * (config.w_track_linear_velocity + config.w_track_angular_velocity)
+            * config.episode_length_s,
+            log_terms=K.LOG_TERMS,
+            capacity=Capacity(nconmax=robot.nconmax, njmax=robot.njmax),
+            forward_after_reset=True,
+            action_bound=None,
+            model_batch_fields=("geom_friction", "body_ipos"),
+        )
+
+    # ------------------------------------------------------------------ host side
+    def build_model(self) -> mujoco.MjModel:
+        spec = robot_spec(self.robot)
+        for geom in self.config.foot_geoms:
+            for field, bit in (("found", 0), ("force", 1)):
+                # MJLab's ContactSensor: one sensor per (foot geom, field), secondary the
+                # ground, reduce "netforce" (3), one slot.
+                spec.add_sensor(
+                    name=f"feet_ground_contact_{geom}_{field}",
+                    type=mujoco.mjtSensor.mjSENS_CONTACT,
+                    objtype=mujoco.mjtObj.mjOBJ_GEOM,
+                    objname=geom,
+                    reftype=mujoco.mjtObj.mjOBJ_BODY,
+                    refname="world",
+                    intprm=[1 << bit, 3, 1],
+                )
+        mjm = spec.compile()
+        self._index(mjm)
+        return mjm
+
+    def _index(self, mjm: mujoco.MjModel) -> None:
+        r, c, path = self.robot, self.config, self.robot.mjcf
+        jids = _ids(mjm, mujoco.mjtObj.mjOBJ_JOINT, r.joint_names, "joints", path)
+        self._root = _ids(mjm, mujoco.mjtObj.mjOBJ_BODY, [r.base_body], "bodies", path)[0]
+        free = [
+            i for i in range(mjm.njnt) if mjm.jnt_bodyid[i] == self._root and mjm.jnt_type[i] == 0
+        ]
+        if not free:
+            raise ValueError(f"MJCF {path!r}: base body {r.base_body!r} has no free joint")
+        self._qb, self._vb = int(mjm.jnt_qposadr[free[0]]), int(mjm.jnt_dofadr[free[0]])
+        act = [
+            int(np.flatnonzero((mjm.actuator_trnid[:, 0] == jid) & (mjm.actuator_trntype == 0))[0])
+            for jid in jids
+        ]
+        sites = _ids(mjm, mujoco.mjtObj.mjOBJ_SITE, c.foot_sites, "sites", path)
+        geoms = _ids(mjm, mujoco.mjtObj.mjOBJ_GEOM, c.foot_geoms, "geoms", path)
+
+        def sensor(name: str) -> int:
+            return int(mjm.sensor_adr[mujoco.mj_name2id(mjm, mujoco.mjtObj.mjOBJ_SENSOR, name)])
+
+        for name in (c.imu_gyro, c.imu_velocimeter):
+            if mujoco.mj_name2id(mjm, mujoco.mjtObj.mjOBJ_SENSOR, name) < 0:
+                raise ValueError(f"MJCF {path!r} lacks the sensor {name!r}")
+        self._imu = (sensor(c.imu_gyro), sensor(c.imu_velocimeter))
+        self._com_body = _ids(mjm, mujoco.mjtObj.mjOBJ_BODY, [c.com_body], "bodies", path)[0]
+        rng = mjm.jnt_range[jids].astype(np.float64)
+        mid, half = rng.mean(axis=1), 0.5 * (rng[:, 1] - rng[:, 0]) * c.soft_joint_limit_factor
+        f32, i32 = np.float32, np.int32
+        self._host = {
+            "qadr": np.asarray(mjm.jnt_qposadr[jids], i32),
+            "dadr": np.asarray(mjm.jnt_dofadr[jids], i32),
+            "act_id": np.asarray(act, i32),
+            "default": np.asarray(r.default_pose, f32),
+            "scale": np.asarray(r.per_joint("action_scale"), f32),
+            "soft_lo": (mid - half).astype(f32),
+            "soft_hi": (mid + half).astype(f32),
+            "std_stand": np.asarray(c.pose_std_standing, f32),
+            "std_walk": np.asarray(c.pose_std_walking, f32),
+            "std_run": np.asarray(c.pose_std_running, f32),
+            "foot_site": np.asarray(sites, i32),
+            "foot_body": np.asarray(mjm.site_bodyid[sites], i32),
+            "foot_geom": np.asarray(geoms, i32),
+            "found_adr": np.asarray(
+                [sensor(f"feet_ground_contact_{g}_found") for g in c.foot_geoms], i32
+            ),
+            "force_adr": np.asarray(
+                [sensor(f"feet_ground_contact_{g}_force") for g in c.foot_geoms], i32
+            ),
+            "stage_step": np.asarray([s for s, _, _ in c.command_stages], i32),
+            "stage": np.asarray([(*x, *z) for _, x, z in c.command_stages], f32),
+        }
+        self._ipos0 = mjm.body_ipos[self._com_body].astype(f32)
+
+    def params(self) -> K.Params:
+        c, r = self.config, self.robot
+        p = K.Params()
+        p.nj, p.nfoot, p.qb, p.vb, p.root = (
+            r.num_joints,
+            len(c.foot_geoms),
+            self._qb,
+            self._vb,
+            self._root,
+        )
+        p.step_dt, p.physics_dt = c.step_dt, c.physics_dt
+        p.w = K.vec_terms(
+            c.w_track_linear_velocity, c.w_track_angular_velocity, c.w_upright, c.w_pose,
+            c.w_dof_pos_limits, c.w_action_rate_l2, c.w_foot_clearance, c.w_foot_swing_height,
+            c.w_foot_slip, c.w_soft_landing,
+        )  # fmt: skip
+        p.inv_var_lin = 1.0 / c.std_track_linear_velocity**2
+        p.inv_var_ang = 1.0 / c.std_track_angular_velocity**2
+        p.inv_var_upright = 1.0 / c.std_upright**2
+        p.walking_threshold, p.running_threshold = c.walking_threshold, c.running_threshold
+        p.clearance_target, p.clearance_cmd_threshold = (
+            c.foot_clearance_target,
+            c.foot_clearance_command_threshold,
+        )
+        p.swing_target, p.swing_cmd_threshold = c.foot_swing_target, c.foot_swing_command_threshold
+        p.slip_cmd_threshold = c.foot_slip_command_threshold
+        p.landing_cmd_threshold = c.soft_landing_command_threshold
+        p.cos_limit_angle = math.cos(c.fell_over_limit_angle)
+        p.height_max = c.foot_height_max_distance
+        p.resample_lo, p.resample_hi = c.resampling_time_range
+        p.rel_standing, p.rel_heading, p.rel_forward = (
+            c.rel_standing_envs,
+            c.rel_heading_envs,
+            c.rel_forward_envs,
+        )
+        p.forward_min, p.heading_stiffness = c.forward_min, c.heading_control_stiffness
+        p.heading_command = int(c.heading_command)
+        p.lin_vel_y, p.heading_range = wp.vec2(*c.lin_vel_y), wp.vec2(*c.heading_range)
+        p.nstage = len(c.command_stages)
+        p.pose_x, p.pose_y = wp.vec2(*c.reset_pose_x), wp.vec2(*c.reset_pose_y)
+        p.pose_z, p.pose_yaw = wp.vec2(*c.reset_pose_z), wp.vec2(*c.reset_pose_yaw)
+        p.init_z = r.init_height
+        p.push_lo, p.push_hi = c.push_interval_s
+        p.push_lin, p.push_ang = wp.vec3(*c.push_lin_vel), wp.vec3(*c.push_ang_vel)
+        p.noise = int(c.obs_noise)
+        p.noise_lin_vel, p.noise_ang_vel, p.noise_gravity = (
+            c.noise_lin_vel,
+            c.noise_ang_vel,
+            c.noise_gravity,
+        )
+        p.noise_joint_pos, p.noise_joint_vel = c.noise_joint_pos, c.noise_joint_vel
+        p.imu_gyro, p.imu_vel = self._imu
+        return p
+
+    def bind(self, ctx: TaskContext) -> None:
+        dev, n, f, c = ctx.device, ctx.num_envs, len(self.config.foot_geoms), self.config
+        self._a = {
+            k: wp.array(
+                v,
+                dtype=wp.vec4 if k == "stage" else (wp.int32 if v.dtype == np.int32 else float),
+                device=dev,
+            )
+            for k, v in self._host.items()
+        }
+        self._p = self.params()
+        self.command = wp.zeros(n, dtype=wp.vec3, device=dev)
+        self.heading_target = wp.zeros(n, dtype=float, device=dev)
+        self.command_flags = wp.zeros(n, dtype=wp.int32, device=dev)
+        self.command_time_left = wp.zeros(n, dtype=float, device=dev)
+        self.push_time_left = wp.zeros(n, dtype=float, device=dev)
+        self.air_time = wp.zeros((n, f), dtype=float, device=dev)
+        self.contact_time = wp.zeros((n, f), dtype=float, device=dev)
+        self.foot_height = wp.zeros((n, f), dtype=float, device=dev)
+        self.peak_height = wp.zeros((n, f), dtype=float, device=dev)
+        self.encoder_bias = wp.zeros((n, self.robot.num_joints), dtype=float, device=dev)
+        self.env_step = wp.zeros(1, dtype=wp.int32, device=dev)
+        lo = wp.vec3(*(a for a, _ in c.foot_friction))
+        hi = wp.vec3(*(b for _, b in c.foot_friction))
+        wp.launch(
+            K.startup_draws,
+            dim=n,
+            inputs=[
+                ctx.seed, self._p, self._a["foot_geom"], lo, hi,
+                wp.vec3i(*(int(x) for x in c.foot_friction_log_uniform)), self._com_body,
+                wp.vec3(*(a for a, _ in c.com_offset)), wp.vec3(*(b for _, b in c.com_offset)),
+                c.encoder_bias[0], c.encoder_bias[1], wp.vec3(*self._ipos0),
+            ],
+            outputs=[ctx.model.geom_friction, ctx.model.body_ipos, self.encoder_bias],
+            device=dev,
+        )  # fmt: skip
+
+    # ------------------------------------------------------------------ device side
+    def apply_action(self, ctx: TaskContext) -> None:
+        a = self._a
+        wp.launch(
+            K.apply_action,
+            dim=(ctx.num_envs, self.robot.num_joints),
+            inputs=[ctx.action, a["act_id"], a["default"], a["scale"], self.encoder_bias],
+            outputs=[ctx.data.ctrl],
+            device=ctx.device,
+        )
+
+    def post_substep(self, ctx: TaskContext) -> None:
+        wp.launch(
+            K.track_air_time,
+            dim=ctx.num_envs,
+            inputs=[self._p, ctx.data.sensordata, self._a["found_adr"]],
+            outputs=[self.air_time, self.contact_time],
+            device=ctx.device,
+        )
+
+    def post_physics(self, ctx: TaskContext) -> None:
+        wp.launch(K.count_step, dim=1, outputs=[self.env_step], device=ctx.device)
+
+    def evaluate(
+        self, ctx: TaskContext, reward: wp.array, terminated: wp.array, log: wp.array
+    ) -> None:
+        a, d = self._a, ctx.data
+        wp.launch(
+            K.evaluate,
+            dim=ctx.num_envs,
+            inputs=[
+                self._p, d.qpos, d.xpos, d.xmat, d.cvel, d.subtree_com, d.site_xpos, d.sensordata,
+                ctx.action, ctx.last_action, self.command, a["qadr"], a["default"], a["soft_lo"],
+                a["soft_hi"], a["std_stand"], a["std_walk"], a["std_run"], a["foot_site"],
+                a["foot_body"], a["found_adr"], a["force_adr"], self.contact_time, self.foot_height,
+            ],
+            outputs=[self.peak_height, reward, terminated, log],
+            device=ctx.device,
+        )  # fmt: skip
+
+    def observe(self, ctx: TaskContext, obs) -> None:
+        a, d = self._a, ctx.data
+        wp.launch(
+            K.observe,
+            dim=(ctx.num_envs, self.spec.observation_dims["policy"]),
+            inputs=[
+                ctx.seed, ctx.rng_counter, self._p, d.qpos, d.qvel, d.xmat, d.site_xpos,
+                d.sensordata, ctx.action, ctx.episode_length, self.command, a["qadr"], a["dadr"],
+                a["default"], self.encoder_bias, a["foot_site"], a["found_adr"], a["force_adr"],
+                self.air_time,
+            ],
+            outputs=[self.foot_height, obs["policy"], obs["critic"]],
+            device=ctx.device,
+        )  # fmt: skip
+
+    def reset_worlds(self, ctx: TaskContext, mask: wp.array) -> None:
+        a, d = self._a, ctx.data
+        wp.launch(
+            K.reset_and_command,
+            dim=ctx.num_envs,
+            inputs=[
+                ctx.seed, ctx.rng_counter, mask, self.env_step, self._p, a["stage_step"],
+                a["stage"], a["qadr"], a["default"], a["soft_lo"], a["soft_hi"], d.xpos, d.xmat,
+                d.cvel, d.subtree_com,
+            ],
+            outputs=[
+                d.qpos, d.qvel, self.push_time_left, self.air_time, self.contact_time,
+                self.command, self.heading_target, self.command_flags, self.command_time_left,
+            ],
+            device=ctx.device,
+        )  # fmt: skip
+
+
+def make_go1_velocity_flat(robot: RobotConfig | None = None, **overrides) -> MjlabVelocityTask:
+    """`go1-velocity-flat`: MJLab's `Mjlab-Velocity-Flat-Unitree-Go1`; `overrides` are
+    `MjlabVelocityConfig` fields. `robot` defaults to `unilab_envs.tasks.robots.go1()`."""
+    if robot is None:
+        from unilab_envs.tasks import robots
+
+        if not hasattr(robots, "go1"):
+            raise ValueError("go1-velocity-flat needs robot=RobotConfig(...) (MJLab's Go1)")
+        robot = robots.go1()
+    return MjlabVelocityTask(robot, MjlabVelocityConfig(**overrides), "go1-velocity-flat")

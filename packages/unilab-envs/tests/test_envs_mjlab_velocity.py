@@ -1,0 +1,236 @@
+"""go1-velocity-flat (MJLab 1.6.0's Mjlab-Velocity-Flat-Unitree-Go1) on warp's CPU device.
+
+Uses the Go1 of tools/bench/bench_ppo_e2e.py (MJLab's go1.xml from the mjlab wheel, found at
+$UNILAB_GO1_XML or /tmp/go1x/...) until `unilab_envs.tasks.robots.go1()` lands.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+ROOT = Path(__file__).resolve().parents[3]
+GO1_XML = os.environ.get(
+    "UNILAB_GO1_XML", "/tmp/go1x/mjlab/asset_zoo/robots/unitree_go1/xmls/go1.xml"
+)
+N = 4
+
+
+@pytest.fixture(scope="module")
+def env(tmp_path_factory):
+    if not os.path.isfile(GO1_XML):
+        pytest.skip(f"MJLab's go1.xml not found at {GO1_XML} (set UNILAB_GO1_XML)")
+    sys.path.insert(0, str(ROOT / "tools" / "bench"))
+    import bench_ppo_e2e as bench
+
+    import unilab_envs
+
+    xml = bench.mjlab_physics_xml(GO1_XML, str(tmp_path_factory.mktemp("go1") / "go1.xml"))
+    robot = bench.go1_robot_config(xml)
+    env = unilab_envs.make("go1-velocity-flat", num_envs=N, robot=robot, seed=3)
+    env.reset()
+    return env
+
+
+def test_observation_layout_is_mjlab(env):
+    task = env.task
+    assert task.spec.observation_dims == {"policy": 48, "critic": 72}
+    # MJLab actor: base_lin_vel, base_ang_vel, projected_gravity, joint_pos, joint_vel,
+    # actions, command; critic adds foot_height, foot_air_time, foot_contact, contact forces.
+    assert task.spec.log_terms == (
+        "track_linear_velocity",
+        "track_angular_velocity",
+        "upright",
+        "pose",
+        "dof_pos_limits",
+        "action_rate_l2",
+        "foot_clearance",
+        "foot_swing_height",
+        "foot_slip",
+        "soft_landing",
+    )
+    assert task.spec.max_episode_steps == 1000 and task.spec.step_dt == pytest.approx(0.02)
+    assert task.spec.action_bound is None
+
+
+def test_action_offset_scale_and_encoder_bias(env):
+    task, d = env.task, env.ctx.data
+    a = torch.linspace(-2.0, 2.0, 12).repeat(N, 1)  # beyond [-1, 1]: MJLab does not clip
+    env.step(a)
+    ctrl = d.ctrl.numpy()[:, task._host["act_id"]]
+    bias = task.encoder_bias.numpy()
+    assert np.all(np.abs(bias) <= 0.015) and np.ptp(bias) > 0
+    scale = task._host["scale"]
+    # GO1_ACTION_SCALE = 0.25 * effort / stiffness: hip/thigh ~0.373, calf ~0.249.
+    assert scale[0] == pytest.approx(0.373, abs=2e-3) and scale[2] == pytest.approx(
+        0.2485, abs=2e-3
+    )
+    want = task._host["default"] + scale * a.numpy() - bias
+    np.testing.assert_allclose(ctrl, want, rtol=1e-6, atol=1e-6)
+
+
+def _set_state(env, quat, lin_w, ang_b, joint_offset=0.0):
+    import mujoco_warp as mjw
+
+    task, d = env.task, env.ctx.data
+    qpos, qvel = d.qpos.numpy(), d.qvel.numpy()
+    qpos[:, 0:3] = (0.0, 0.0, 0.3)
+    qpos[:, 3:7] = quat
+    qpos[:, task._host["qadr"]] = task._host["default"] + joint_offset
+    qvel[:] = 0.0
+    qvel[:, 0:3] = lin_w
+    qvel[:, 3:6] = ang_b
+    d.qpos.assign(qpos)
+    d.qvel.assign(qvel)
+    mjw.forward(env.ctx.model, d)
+
+
+def _evaluate(env, command):
+    import warp as wp
+
+    task = env.task
+    task.command.assign(np.tile(np.asarray(command, np.float32), (N, 1)))
+    reward = wp.zeros(N, dtype=float)
+    term = wp.zeros(N, dtype=wp.bool)
+    log = wp.zeros((len(task.spec.log_terms), N), dtype=float)
+    task.evaluate(env.ctx, reward, term, log)
+    return reward.numpy(), term.numpy(), dict(zip(task.spec.log_terms, log.numpy(), strict=True))
+
+
+def _rot(quat):
+    w, x, y, z = quat
+    return np.array(
+        [
+            [1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)],
+            [2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)],
+            [2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)],
+        ]
+    )
+
+
+def test_rewards_against_hand_computed_values(env):
+    th = 0.3  # roll about x
+    quat = (math.cos(th / 2), math.sin(th / 2), 0.0, 0.0)
+    lin_w, ang_b = np.array([0.5, -0.2, 0.1]), np.array([0.1, -0.3, 0.4])
+    _set_state(env, quat, lin_w, ang_b, joint_offset=0.05)
+    cmd = (0.8, 0.1, 0.2)
+    reward, term, log = _evaluate(env, cmd)
+    r = _rot(quat)
+    v = r.T @ lin_w
+    g = r.T @ np.array([0.0, 0.0, -1.0])
+    dt = 0.02
+    lin = math.exp(-((cmd[0] - v[0]) ** 2 + (cmd[1] - v[1]) ** 2 + v[2] ** 2) / 0.25)
+    ang = math.exp(-((cmd[2] - ang_b[2]) ** 2 + ang_b[0] ** 2 + ang_b[1] ** 2) / 0.5)
+    upright = math.exp(-(g[0] ** 2 + g[1] ** 2) / 0.2)
+    # |cmd| = 0.806 + 0.2 > 0.05 (walking) and < 1.5: std_walking 0.3 (hip, thigh), 0.6 (calf)
+    std = np.array([0.3, 0.3, 0.6] * 4)
+    pose = math.exp(-np.mean(0.05**2 / std**2))
+    np.testing.assert_allclose(log["track_linear_velocity"], 2.0 * lin * dt, rtol=1e-5)
+    np.testing.assert_allclose(log["track_angular_velocity"], 2.0 * ang * dt, rtol=1e-5)
+    np.testing.assert_allclose(log["upright"], 1.0 * upright * dt, rtol=1e-5)
+    np.testing.assert_allclose(log["pose"], 1.0 * pose * dt, rtol=1e-5)
+    np.testing.assert_allclose(log["dof_pos_limits"], 0.0, atol=1e-8)
+    a = env.ctx.action.numpy() - env.ctx.last_action.numpy()
+    np.testing.assert_allclose(log["action_rate_l2"], -0.1 * (a**2).sum(1) * dt, rtol=1e-5)
+    np.testing.assert_allclose(reward, sum(log.values()), rtol=1e-5, atol=1e-7)
+    assert not term.any()
+    # standing command (|cmd| < 0.05): std_standing, and the foot terms are inactive
+    _, _, log = _evaluate(env, (0.0, 0.0, 0.0))
+    std = np.array([0.05, 0.05, 0.1] * 4)
+    np.testing.assert_allclose(log["pose"], math.exp(-np.mean(0.05**2 / std**2)) * dt, rtol=1e-5)
+    for name in ("foot_clearance", "foot_swing_height", "foot_slip", "soft_landing"):
+        np.testing.assert_array_equal(log[name], 0.0)
+
+
+def test_foot_clearance_against_hand_computed_value(env):
+    task, d = env.task, env.ctx.data
+    _set_state(env, (1.0, 0.0, 0.0, 0.0), np.array([0.7, 0.0, 0.0]), np.zeros(3))
+    heights = np.array([[0.02, 0.05, 0.12, 0.3]] * N, np.float32)
+    task.foot_height.assign(heights)
+    _, _, log = _evaluate(env, (0.7, 0.0, 0.0))
+    # pure translation: every foot site moves at 0.7 m/s in x
+    want = -2.0 * (np.abs(heights - 0.1) * 0.7).sum(1) * 0.02
+    np.testing.assert_allclose(log["foot_clearance"], want, rtol=1e-4)
+    del d
+
+
+def test_fell_over_termination(env):
+    for angle, want in ((math.radians(60.0), False), (math.radians(80.0), True)):
+        _set_state(
+            env, (math.cos(angle / 2), 0.0, math.sin(angle / 2), 0.0), np.zeros(3), np.zeros(3)
+        )
+        _, term, _ = _evaluate(env, (0.0, 0.0, 0.0))
+        assert term.tolist() == [want] * N
+
+
+def _command_update(env):
+    import warp as wp
+
+    mask = wp.zeros(N, dtype=wp.bool)
+    env.task.reset_worlds(env.ctx, mask)
+    return env.task.command.numpy()
+
+
+def test_command_heading_standing_and_resampling(env):
+    from unilab_envs.tasks import _mjlab_kernels as K
+
+    task = env.task
+    _set_state(env, (1.0, 0.0, 0.0, 0.0), np.zeros(3), np.zeros(3))  # heading 0
+    task.command_time_left.fill_(100.0)
+    task.push_time_left.fill_(100.0)
+    task.command.assign(np.tile(np.float32([0.5, 0.2, 0.0]), (N, 1)))
+    task.heading_target.assign(np.float32([0.4, 1.0, -3.0, 0.4]))
+    task.command_flags.assign(np.int32([K.FLAG_HEADING] * 3 + [K.FLAG_HEADING | K.FLAG_STANDING]))
+    cmd = _command_update(env)
+    # yaw rate = clip(0.5 * wrap(target - heading), ang_vel_z range (-0.5, 0.5) at stage 0)
+    np.testing.assert_allclose(cmd[:3, 2], [0.2, 0.5, -0.5], rtol=1e-5)
+    np.testing.assert_allclose(cmd[:3, :2], [[0.5, 0.2]] * 3)
+    np.testing.assert_array_equal(cmd[3], 0.0)
+    np.testing.assert_allclose(task.command_time_left.numpy(), 100.0 - 0.02, rtol=1e-6)
+    # a timer that runs out redraws: time in [3, 8] s, command in MJLab's stage-0 ranges
+    task.command_time_left.fill_(0.01)
+    cmd = _command_update(env)
+    t = task.command_time_left.numpy()
+    assert np.all((t >= 3.0) & (t <= 8.0))
+    fwd = (task.command_flags.numpy() & K.FLAG_FORWARD) != 0
+    assert np.all(np.abs(cmd[:, 0]) <= 1.0) and np.all(np.abs(cmd[:, 1]) <= 1.0)
+    assert np.all(cmd[fwd, 0] >= 0.3) and np.all(cmd[fwd, 1:] == 0.0)
+
+
+def test_random_actions_no_nan_and_resets(env):
+    torch.manual_seed(0)
+    env.reset()
+    dones = 0
+    for _ in range(200):
+        td = env.step(torch.randn(N, 12))
+        for key in (("obs", "policy"), ("obs", "critic"), "reward"):
+            assert torch.isfinite(td[key]).all()
+        dones += int(td["done"].sum())
+        assert not td["truncated"].any()
+    assert env.task.env_step.numpy()[0] >= 200
+    # air time is tracked at the physics rate: a multiple of 5 ms
+    air = env.task.air_time.numpy()
+    np.testing.assert_allclose(air / 0.005, np.round(air / 0.005), atol=1e-2)
+
+
+def test_training_defaults_are_mjlabs():
+    from unilab_integration._config import make_config
+
+    cfg = make_config("go1-velocity-flat", "ppo")
+    a = cfg.algo
+    assert cfg.env.num_envs == 4096 and cfg.runner.num_steps_per_env == 24
+    assert cfg.runner.iterations == 10_000 and cfg.runner.save_interval == 50
+    assert a.actor.hidden == (512, 256, 128) == a.critic.hidden
+    assert a.actor.activation == a.critic.activation == "elu"
+    assert a.actor.normalize_obs and a.critic.normalize_obs
+    assert a.policy.init_std == 1.0 and a.policy.std_param == "std"
+    assert (a.learning_rate, a.num_epochs, a.num_mini_batches) == (1e-3, 5, 4)
+    assert (a.clip_param, a.entropy_coef, a.value_loss_coef) == (0.2, 0.01, 1.0)
+    assert (a.gamma, a.lam, a.desired_kl, a.max_grad_norm) == (0.99, 0.95, 0.01, 1.0)
+    assert a.schedule == "adaptive" and a.use_clipped_value_loss
