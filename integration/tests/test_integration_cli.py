@@ -45,6 +45,10 @@ from unilab_integration.cli import main
             "unknown config key 'algo.lr'",
         ),
         (
+            ["train", "cartpole-balance", "--iterations", "1", "--set", "launch.timeout=abc"],
+            "error: 'launch.timeout' takes a number, not 'abc'\n",
+        ),
+        (
             ["train", "cartpole-balance", "--algo", "distill", "--iterations", "1"],
             "needs a teacher",
         ),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -69,7 +70,7 @@ def test_parse_value():
     ("override", "message"),
     [
         ("algo.learnin_rate=1", "unknown config key 'algo.learnin_rate'"),
-        ("env.scope=sideways", "invalid value in 'env'"),
+        ("env.scope=sideways", r"invalid value in 'env': 'scope' must be in \('per-rank', "),
         ("runner.iterations=0", "iterations must be a positive integer"),
         ("algo.use_clipped_value_loss=3", "takes true or false"),
         ("novalue", "must look like key.path=value"),
@@ -120,3 +121,72 @@ def test_launch_settings_refuse_gpus_and_cpu_workers():
     cfg = make_config("cartpole-balance", "ppo")
     with pytest.raises(ValueError, match=r"either launch.gpus or launch.cpu_workers"):
         apply_overrides(cfg, ["launch.gpus=0", "launch.cpu_workers=2"])
+
+
+@pytest.mark.parametrize(
+    ("override", "message"),
+    [
+        ("launch.timeout=abc", "'launch.timeout' takes a number, not 'abc'"),
+        ("algo.learning_rate=fast", "'algo.learning_rate' takes a number, not 'fast'"),
+        ("algo.num_epochs=2.5", "'algo.num_epochs' takes an integer, not 2.5"),
+        ("algo.actor.hidden=5", "'algo.actor.hidden' takes a list of integers, not 5"),
+        ('algo.actor.hidden=[64,"x"]', "'algo.actor.hidden' takes a list of integers, not"),
+        ("algo.lr_bounds=[1e-5]", "'algo.lr_bounds' takes a list of 2 numbers, not [1e-05]"),
+        ("algo.schedule=adapt", "'algo.schedule' takes one of 'fixed', 'adaptive', not 'adapt'"),
+        ("algo.max_grad_norm=off", "'algo.max_grad_norm' takes a number or null, not 'off'"),
+        ("algo.actor.rnn_type=rnn", "takes one of 'gru', 'lstm' or null, not 'rnn'"),
+        ("algo.rnd=5", "'algo.rnd' takes RNDConfig fields"),
+        ("runner.imports=my_tasks", "'runner.imports' takes a list of strings, not 'my_tasks'"),
+        ("runner.check_finite=yes", "'runner.check_finite' takes true or false, not 'yes'"),
+    ],
+)
+def test_wrong_types_name_the_field_the_type_and_the_value(override, message):
+    cfg = make_config("cartpole-balance", "ppo")
+    with pytest.raises(TypeError) as info:
+        apply_overrides(cfg, [override])
+    assert message in str(info.value)
+    assert "\n" not in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("override", "suggestion"),
+    [
+        ("algo.learnin_rate=1", "did you mean 'algo.learning_rate'?"),
+        ("runner.iteration=3", "did you mean 'runner.iterations'?"),
+        ("algo.rnd.wieght=1", "did you mean 'algo.rnd.weight'? RNDConfig has: obs,"),
+    ],
+)
+def test_unknown_key_suggests_the_closest(override, suggestion):
+    cfg = make_config("cartpole-balance", "ppo")
+    with pytest.raises(ValueError, match=re.escape(suggestion)):
+        apply_overrides(cfg, [override])
+
+
+def test_string_fields_take_the_text_as_typed():
+    cfg = apply_overrides(
+        make_config("cartpole-balance", "ppo"),
+        ["launch.gpus=0,1", "runner.run_name=2024", "runner.teacher=null"],
+    )
+    assert cfg.launch.gpus == "0,1"  # not the literal tuple (0, 1)
+    assert cfg.runner.run_name == "2024" and cfg.runner.teacher is None
+
+
+def test_none_default_config_field_is_built_from_its_declared_type():
+    """`PPOConfig.rnd: RNDConfig | None` (default None) becomes an RNDConfig from an
+    override and from the dict a worker reads back from config.json, not a plain dict."""
+    from unilab_algos import RNDConfig
+
+    cfg = apply_overrides(
+        make_config("cartpole-balance", "ppo"),
+        ["algo.rnd.weight=0.5", "algo.rnd.predictor_hidden=[32]", "algo.rnd.learning_rate=1"],
+    )
+    assert cfg.algo.rnd == RNDConfig(weight=0.5, predictor_hidden=(32,), learning_rate=1.0)
+    back = TrainConfig.from_dict(json.loads(json.dumps(cfg.to_dict())))
+    assert isinstance(back.algo.rnd, RNDConfig) and back == cfg
+    assert apply_overrides(cfg, ["algo.rnd=null"]).algo.rnd is None
+    base = make_config("cartpole-balance", "ppo")
+    assert apply_overrides(base, ["algo.rnd={}"]).algo.rnd == RNDConfig()
+    data = cfg.to_dict()
+    data["algo"]["rnd"]["num_outputs"] = "16"
+    with pytest.raises(TypeError, match=r"'algo.rnd.num_outputs' takes an integer, not '16'"):
+        TrainConfig.from_dict(data)

@@ -110,3 +110,37 @@ def test_loss_and_module_checks():
         net[0].bias[0] = float("-inf")
     with pytest.raises(NonFiniteError, match=r"non-finite parameter of 'Actor.0.bias'"):
         check_modules([net], rank=0, iteration=2, names=["Actor"])
+
+
+def test_replica_state_leaves_out_rank_local_normalizers_only():
+    """The replica check compares parameters, global normalizers' statistics and optimizer
+    state; the statistics of local normalizers (the rsl_rl preset's) differ by design."""
+    from unilab_algos import PPO, PPOConfig, RNDConfig
+    from unilab_integration._runners._base import learner_optimizers, replica_state
+
+    shapes = {"policy": (3,), "critic": (4,)}
+    rnd = RNDConfig(predictor_hidden=(8,), target_hidden=(8,))
+    glob = PPO(shapes, 2, PPOConfig(rnd=rnd), reduce_sum=lambda x: x)
+    local = PPO(shapes, 2, PPOConfig.rsl_rl(rnd=rnd))
+    names = {}
+    for key, learner in (("global", glob), ("local", local)):
+        state = replica_state(learner.replicated_modules())
+        assert list(state) == ["GaussianActor[0]", "ValueCritic[1]", "RND[2]"]
+        names[key] = {f"{m}.{k}" for m, td in state.items() for k in td.keys()}  # noqa: SIM118
+        params = {
+            f"{type(m).__name__}[{i}].{n}"
+            for i, m in enumerate(learner.replicated_modules())
+            for n, _ in m.named_parameters()
+        }
+        assert params <= names[key]
+        assert learner_optimizers(learner) == [learner.optimizer, learner.rnd_optimizer]
+    assert "GaussianActor[0].obs_normalizer.mean" in names["global"]
+    assert names["global"] - names["local"] == {
+        f"{m}.{norm}.{s}"
+        for m, norm in (
+            ("GaussianActor[0]", "obs_normalizer"),
+            ("ValueCritic[1]", "obs_normalizer"),
+            ("RND[2]", "state_normalizer"),
+        )
+        for s in ("mean", "var", "std", "count")
+    }

@@ -105,6 +105,10 @@ class RunnerConfig:
     worlds (default min(envs per rank, 1024)) and logs `eval/return`, `eval/length`,
     `eval_term/<term>`; with `until_solved` the evaluations, not the training episodes, decide
     (over `solved_patience` consecutive evaluations). Training is unaffected by it.
+    `check_replicas_interval`: every N iterations (0: never) every rank checks that its
+    replicated modules and optimizer state equal rank 0's (`unilab_dist.check_replicas`;
+    rank-local normalizer statistics excluded) and the run stops naming the rank and tensor
+    that differ; each check's seconds are logged as `perf/check_replicas_s`.
     """
 
     seed: int = attrs.field(default=0, validator=attrs.validators.instance_of(int))
@@ -127,6 +131,7 @@ class RunnerConfig:
     save_replay: bool = False
     eval_interval: int = attrs.field(default=0, validator=_non_negative)
     eval_envs: int | None = attrs.field(default=None, validator=_positive)
+    check_replicas_interval: int = attrs.field(default=0, validator=_non_negative)
     log_dir: str = "runs"
     run_name: str | None = None
     progress: bool = True

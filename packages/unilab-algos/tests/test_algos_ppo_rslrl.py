@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import threading
 
 import pytest
 import torch
@@ -50,29 +51,33 @@ def _run_pair(rnn_type: str | None, iterations: int, schedule: str = "adaptive",
     ours.init_storage(N, T)
     metrics = []
     for it in range(iterations):
-        obs, rew, dones, touts = scripted_rollout(N, T, DIMS, seed=100 + it)
+        data = scripted_rollout(N, T, DIMS, seed=100 + it)
         results = []
         for learner in (ref, ours):
-            torch.manual_seed(1000 + it)
-            learner.train_mode()
-            with torch.inference_mode():
-                for t in range(T):
-                    if learner is ref:
-                        learner.act(TensorDict({k: v[t] for k, v in obs.items()}, [N]))
-                        nxt = TensorDict({k: v[t + 1] for k, v in obs.items()}, [N])
-                        learner.process_env_step(nxt, rew[t], dones[t], {"time_outs": touts[t]})
-                    else:
-                        learner.act(obs_td(obs, t))
-                        learner.process_env_step(step_td(obs, rew, dones, touts, t))
-                last = (
-                    TensorDict({k: v[T] for k, v in obs.items()}, [N])
-                    if learner is ref
-                    else obs_td(obs, T)
-                )
-                learner.compute_returns(last)
+            _collect(learner, data, seed=1000 + it)
             results.append(learner.update())
         metrics.append(results)
     return ref, ours, metrics
+
+
+def _collect(learner, data, seed: int) -> None:
+    """One rollout of scripted env data through RSL-RL's or UniLab's PPO (actions drawn after
+    `torch.manual_seed(seed)`), then compute_returns."""
+    obs, rew, dones, touts = data
+    torch.manual_seed(seed)
+    learner.train_mode()
+    rsl = isinstance(learner, RslPPO)
+    with torch.inference_mode():
+        for t in range(T):
+            if rsl:
+                learner.act(TensorDict({k: v[t] for k, v in obs.items()}, [N]))
+                nxt = TensorDict({k: v[t + 1] for k, v in obs.items()}, [N])
+                learner.process_env_step(nxt, rew[t], dones[t], {"time_outs": touts[t]})
+            else:
+                learner.act(obs_td(obs, t))
+                learner.process_env_step(step_td(obs, rew, dones, touts, t))
+        last = TensorDict({k: v[T] for k, v in obs.items()}, [N]) if rsl else obs_td(obs, T)
+        learner.compute_returns(last)
 
 
 def _map(over: dict) -> dict:
@@ -132,3 +137,148 @@ def test_normalizer_stats_match_after_rollout():
     assert int(ours.actor.obs_normalizer.count) == N * T
     assert torch.equal(ours.actor.obs_normalizer.std, ref.actor.obs_normalizer._std[0])
     assert copy.deepcopy(ours.critic.obs_normalizer.mean).dtype == torch.float32
+
+
+class _ThreadRanks:
+    """RSL-RL's multi-GPU code path for W ranks played by W threads of this process, with
+    in-process stand-ins for `torch.distributed.all_reduce` (SUM) and `broadcast`.
+
+    One thread runs at a time (a lock passed on at every collective), so each rank's draws
+    from the global RNG (RSL-RL's randperm, before the first collective) are its own.
+    """
+
+    def __init__(self, world: int) -> None:
+        self.world = world
+        self.baton = threading.Lock()
+        self.barrier = threading.Barrier(world)
+        self.slots: list[torch.Tensor | None] = [None] * world
+        self.local = threading.local()
+        self.calls = 0
+
+    def _exchange(self, tensor: torch.Tensor) -> list[torch.Tensor]:
+        self.slots[self.local.rank] = tensor.clone()
+        self.baton.release()
+        try:
+            self.barrier.wait()
+            got = list(self.slots)
+            self.barrier.wait()  # every rank has read before the next exchange writes
+        finally:
+            self.baton.acquire()
+        self.calls += self.local.rank == 0
+        return got
+
+    def all_reduce(self, tensor, op=None, group=None, async_op=False):
+        got = self._exchange(tensor)
+        total = got[0]
+        for other in got[1:]:
+            total = total + other
+        tensor.copy_(total)
+
+    def broadcast(self, tensor, src=0, group=None, async_op=False):
+        tensor.copy_(self._exchange(tensor)[src])
+
+    def run(self, bodies) -> None:
+        errors: list[BaseException] = []
+
+        def thread(rank: int) -> None:
+            self.local.rank = rank
+            with self.baton:
+                try:
+                    bodies[rank]()
+                except BaseException as e:
+                    errors.append(e)
+                    self.barrier.abort()
+
+        threads = [threading.Thread(target=thread, args=(r,)) for r in range(self.world)]
+        for th in threads:
+            th.start()
+        for th in threads:
+            th.join(timeout=120)
+        assert not any(th.is_alive() for th in threads), "a rank thread hung in a collective"
+        if errors:
+            raise errors[0]
+
+
+W, ITERS_W = 2, 2
+DIMS_SHAPES = {k: (d,) for k, d in DIMS.items()}
+
+
+def _rank_seeds(rank: int, it: int) -> tuple[int, int]:
+    """(env data seed, action seed) of `rank` in iteration `it`: every rank its own data."""
+    return 100 + it + 10 * rank, 1000 + it + 10 * rank
+
+
+def _unilab_rank(rank: int, world: int):
+    from unilab_dist import GradAllReduce
+
+    torch.manual_seed(0)  # RSL-RL's init (the same on every rank, as its broadcast makes it)
+    actor, critic, _ = _rsl_models(None)
+    net = NetworkConfig(hidden=(16, 8))
+    ours = PPO(DIMS_SHAPES, A, PPOConfig.rsl_rl(actor=net, critic=net), grad_sync=GradAllReduce())
+    ours.actor.load_state_dict(convert_rsl_rl_state_dict(actor.state_dict()))
+    ours.critic.load_state_dict(convert_rsl_rl_state_dict(critic.state_dict()))
+    ours.init_storage(N, T)
+    lrs = []
+    for it in range(ITERS_W):
+        data_seed, action_seed = _rank_seeds(rank, it)
+        _collect(ours, scripted_rollout(N, T, DIMS, seed=data_seed), seed=action_seed)
+        ours.update()
+        lrs.append(ours.learning_rate)
+    return ours.actor.state_dict(), ours.critic.state_dict(), ours.optimizer.state_dict(), lrs
+
+
+def _rsl_rl_ranks(monkeypatch):
+    """RSL-RL 5.4.2's PPO at W=2 (its multi-GPU branches) through `_ThreadRanks`."""
+    ranks = _ThreadRanks(W)
+    monkeypatch.setattr(torch.distributed, "all_reduce", ranks.all_reduce)
+    monkeypatch.setattr(torch.distributed, "broadcast", ranks.broadcast)
+    refs = []
+    for rank in range(W):
+        torch.manual_seed(0)
+        actor, critic, storage = _rsl_models(None)
+        multi_gpu = {"global_rank": rank, "local_rank": rank, "world_size": W}
+        refs.append(RslPPO(actor, critic, storage, learning_rate=1e-3, multi_gpu_cfg=multi_gpu))
+    lrs: list[list[float]] = [[] for _ in range(W)]
+    for it in range(ITERS_W):
+        rng = []
+        for rank, ref in enumerate(refs):  # rollouts touch no collective: one after the other
+            data_seed, action_seed = _rank_seeds(rank, it)
+            _collect(ref, scripted_rollout(N, T, DIMS, seed=data_seed), seed=action_seed)
+            rng.append(torch.get_rng_state())
+
+        def update(rank: int, state: torch.Tensor) -> None:
+            torch.set_rng_state(state)  # this rank's RNG, as in its own process
+            refs[rank].update()
+            lrs[rank].append(refs[rank].learning_rate)
+
+        ranks.run([lambda r=r, s=s: update(r, s) for r, s in enumerate(rng)])
+    # per mini-batch: KL all-reduce, LR broadcast, gradient all-reduce
+    assert ranks.calls == 3 * 5 * 4 * ITERS_W
+    return refs, lrs
+
+
+def test_two_ranks_match_rsl_rl_multi_gpu_bitwise(monkeypatch):
+    """The `rsl_rl` preset on 2 gloo ranks (each its own env data) against RSL-RL's own
+    multi-GPU path: the same LR sequence, rounded to float32 by RSL-RL's LR broadcast, hence
+    bit-identical parameters and Adam state on every rank."""
+    from unilab_dist.testing import run_distributed
+
+    results = run_distributed(_unilab_rank, W, timeout=240)
+    refs, ref_lrs = _rsl_rl_ranks(monkeypatch)
+    for rank, (actor, critic, opt, lrs) in enumerate(results):
+        assert lrs == ref_lrs[rank] == ref_lrs[0]
+        # the broadcast's float32 rounding: the LR is a float32 value, not the float64 rule's
+        assert all(lr == torch.tensor(lr, dtype=torch.float32).item() for lr in lrs)
+        assert lrs[-1] != 1e-3
+        ref = refs[rank]
+        ra = convert_rsl_rl_state_dict(ref.actor.state_dict())
+        rc = convert_rsl_rl_state_dict(ref.critic.state_dict())
+        for mine, theirs in ((actor, ra), (critic, rc)):
+            assert mine.keys() == theirs.keys()
+            for k in mine:
+                assert torch.equal(mine[k], theirs[k]), (rank, k)
+        s_ref = ref.optimizer.state_dict()["state"]
+        assert s_ref.keys() == opt["state"].keys()
+        for i in s_ref:
+            for k in ("exp_avg", "exp_avg_sq", "step"):
+                assert torch.equal(s_ref[i][k], opt["state"][i][k]), (rank, i, k)

@@ -68,11 +68,11 @@ def _rollout(ppo: PPO, seed: int) -> None:
         ppo.compute_returns(obs_td(obs, T))
 
 
-def _ppo(**kw) -> PPO:
+def _ppo(grad_sync=None, **kw) -> PPO:
     torch.manual_seed(0)
     net = NetworkConfig(hidden=(16,))
     cfg = PPOConfig(actor=net, critic=net, num_epochs=3, num_mini_batches=2, **kw)
-    ppo = PPO({k: (d,) for k, d in DIMS.items()}, A, cfg)
+    ppo = PPO({k: (d,) for k, d in DIMS.items()}, A, cfg, grad_sync=grad_sync)
     ppo.init_storage(N, T)
     return ppo
 
@@ -96,6 +96,31 @@ def test_learner_lr_follows_the_float_rule_on_its_own_kls():
     assert len(kls) == 3 * 6
     assert lrs == _float_sequence(5e-3, kls, desired_kl=0.002, factor=1.5, bounds=(1e-5, 1e-2))
     assert len(set(lrs)) > 2
+
+
+def _f32(x: float) -> float:
+    return torch.tensor(x, dtype=torch.float32).item()
+
+
+@pytest.mark.parametrize("lr_on_device", [False, True])
+def test_float32_sync_rounds_the_lr_after_every_rule_with_a_grad_sync(lr_on_device):
+    """`lr_float32_sync` (the rsl_rl preset): RSL-RL multi-GPU's float32 LR broadcast, on
+    both LR paths; one process (no grad_sync) keeps the float64 rule."""
+    assert PPOConfig.rsl_rl().lr_float32_sync is True
+    identity = lambda params, extra: extra  # noqa: E731  (a one-rank stand-in)
+    for sync, rounded in ((identity, True), (None, False)):
+        ppo = _ppo(sync, lr_on_device=lr_on_device, lr_float32_sync=True, desired_kl=0.002)
+        kls = []
+        inner = ppo._adapt_lr
+        ppo._adapt_lr = lambda kl, inner=inner, kls=kls: (kls.append(kl.clone()), inner(kl))
+        _rollout(ppo, seed=0)
+        ppo.update()
+        lr = 1e-3
+        for kl in kls:
+            lr = adaptive_lr(lr, kl, **{**RULE, "desired_kl": 0.002})
+            lr = _f32(lr) if rounded else lr
+        assert ppo.learning_rate == lr and lr != 1e-3
+        assert (lr == _f32(lr)) is rounded
 
 
 class _HostReads:

@@ -263,6 +263,7 @@ class Runner:
             if self.evaluator is not None and self.iteration % interval == 0
             else None
         )
+        replicas_s = self._check_replicas()
         metrics = self._reduce(learner_metrics, evaluation)
         phases = {
             name: (
@@ -281,9 +282,31 @@ class Runner:
         metrics["env_steps/per_rank"] = float(self.env_steps_rank)
         metrics["perf/iteration_s"] = elapsed
         metrics["perf/steps_per_s"] = steps_rank * self.ctx.world_size / elapsed
+        if replicas_s is not None:
+            metrics["perf/check_replicas_s"] = replicas_s
         if self.logger is not None:
             self.logger.log(self.iteration, metrics)
         return metrics
+
+    def _check_replicas(self) -> float | None:
+        """Every `runner.check_replicas_interval` iterations, on every rank: stop (the same
+        error everywhere) unless the replicated state equals rank 0's; returns its seconds."""
+        every = self.config.runner.check_replicas_interval
+        if not every or self.iteration % every:
+            return None
+        start = time.perf_counter()
+        try:
+            with unilab_dist.accounting.phase("check"):
+                unilab_dist.check_replicas(
+                    replica_state(self.learner.replicated_modules()),
+                    learner_optimizers(self.learner),
+                )
+        except unilab_dist.ReplicaMismatchError as e:
+            raise unilab_dist.ReplicaMismatchError(
+                f"replicas differ at iteration {self.iteration} (runner.check_replicas_interval="
+                f"{every}): {e}; a rank-dependent update or a missing sync changed them"
+            ) from e
+        return time.perf_counter() - start
 
     def _reduce(
         self, learner_metrics: dict[str, float], evaluation: dict[str, float] | None = None
@@ -418,6 +441,26 @@ class Runner:
         print(text, flush=True)
         with (self.run_dir / "resume.log").open("a") as f:
             f.write(text + "\n")
+
+
+def replica_state(modules: list[torch.nn.Module]) -> dict[str, TensorDict]:
+    """What must be equal on every rank: each replicated module's parameters and buffers,
+    except the statistics of rank-local normalizers (a submodule with `is_global` False, as
+    the `rsl_rl` preset's), named `Class[index].path` like `Runner.network_shapes`."""
+    out = {}
+    for i, module in enumerate(modules):
+        local = {n for n, sub in module.named_modules() if getattr(sub, "is_global", True) is False}
+        tensors = dict(module.named_parameters())
+        for name, buf in module.named_buffers():
+            if name.rpartition(".")[0] not in local:
+                tensors[name] = buf
+        out[f"{type(module).__name__}[{i}]"] = TensorDict(tensors, batch_size=[])
+    return out
+
+
+def learner_optimizers(learner: Any) -> list[torch.optim.Optimizer]:
+    """The learner's optimizers (its attributes that are one), in attribute order."""
+    return [v for v in vars(learner).values() if isinstance(v, torch.optim.Optimizer)]
 
 
 def _learner_key(key: str) -> str:

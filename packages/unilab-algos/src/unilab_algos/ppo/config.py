@@ -65,6 +65,9 @@ class PPOConfig:
     tensor `lr`, so no mini-batch reads the device; metrics are read once at the end of
     `update()`. `False` keeps RSL-RL's Python float (one host read of the KL per mini-batch);
     `rsl_rl()` uses it so the preset stays bitwise RSL-RL.
+    `lr_float32_sync=True` (`rsl_rl()`): with a `grad_sync` injected (more than one rank), the
+    LR is rounded to float32 after every KL rule, as RSL-RL 5.4.2 multi-GPU gets it back from
+    its float32 broadcast (1.5e-3 becomes 0.001500000013038516); one rank is unaffected.
 
     Capture: `capture="cuda_graph"` replays each feed-forward mini-batch step from two CUDA
     graphs (forward + loss + backward; LR rule + clipping + Adam), with `grad_sync` run eagerly
@@ -132,6 +135,7 @@ class PPOConfig:
     bootstrap_time_outs: bool = True
     rnd: RNDConfig | None = None
     lr_on_device: bool = True
+    lr_float32_sync: bool = False
     capture: Literal["auto", "none", "cuda_graph"] = attrs.field(
         default="auto", validator=attrs.validators.in_(("auto", "none", "cuda_graph"))
     )
@@ -155,7 +159,8 @@ class PPOConfig:
     def rsl_rl(cls, **overrides: object) -> PPOConfig:
         """RSL-RL 5.4.2 semantics (see RSL_RL_5_4_2.md): local statistics, RSL-RL normalizer
         arithmetic, randperm once per update, separate actor/critic clipping, adaptive KL with
-        a Python-float learning rate (`lr_on_device=False`).
+        a Python-float learning rate (`lr_on_device=False`), rounded to float32 on more than
+        one rank as RSL-RL's LR broadcast does (`lr_float32_sync=True`).
 
         Network sizes default to RSL-RL's MLPModel default (256, 256, 256); override with
         `actor=NetworkConfig(...)` etc.
@@ -172,6 +177,7 @@ class PPOConfig:
             remainder="drop",
             gae_rsl_rl=True,
             lr_on_device=False,
+            lr_float32_sync=True,
             capture="none",
         )
         base.update(overrides)

@@ -395,12 +395,16 @@ class PPO:
         # Every rank holds the same global KL, hence computes the same LR (no broadcast).
         cfg = self.cfg
         kw = dict(desired_kl=cfg.desired_kl, factor=cfg.lr_factor, bounds=cfg.lr_bounds)
+        # RSL-RL multi-GPU broadcasts the new LR as a float32 tensor: the same rounding here
+        f32 = cfg.lr_float32_sync and self.grad_sync is not None
         if self._lr is None:  # RSL-RL: Python float, one host read of the KL
-            self._lr_float = adaptive_lr(self._lr_float, kl, **kw)
+            lr = adaptive_lr(self._lr_float, kl, **kw)
+            self._lr_float = torch.tensor(lr, dtype=torch.float32).item() if f32 else lr
             for group in self.optimizer.param_groups:
                 group["lr"] = self._lr_float
         else:  # on device, no sync; Adam reads self._lr_opt (its param-group lr)
-            self._lr.copy_(adaptive_lr_tensor(self._lr, kl, **kw))
+            lr_t = adaptive_lr_tensor(self._lr, kl, **kw)
+            self._lr.copy_(lr_t.float() if f32 else lr_t)
             self._lr_opt.copy_(self._lr)
 
     def _mb_advantages(self, mb: TensorDictBase) -> tuple[torch.Tensor, int]:
