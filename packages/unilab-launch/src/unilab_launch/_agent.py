@@ -3,12 +3,13 @@
 The launcher starts this module where torchrunx would start `python -m torchrunx` (same
 arguments); it runs `torchrunx.agent.main` with these additions, all inside this process:
 
-1. Exit reports. When the agent starts stopping its workers (torch-elastic saw one end, or the
-   run is over), it notes every worker that had already ended with a non-zero status: host,
-   local rank, pid and exit code (negative: the signal), in `<run_dir>/exits/<host>.json` and
-   appended to the failure message that torchrunx carries to the launcher. Only a parent can
-   learn how a process ended, and a worker killed by a signal writes no failure record, so
-   this is how the launcher names a rank that was killed or called `os._exit`.
+1. Exit reports. Before each poll of torch-elastic (which stops the other workers of a host as
+   soon as it sees one end), the agent notes every worker that has ended on its own with a
+   non-zero status: host, local rank, pid and exit code (negative: the signal), written to
+   `<run_dir>/exits/<host>.json` and appended to the failure message that torchrunx carries to
+   the launcher. Only a parent learns how a process ended, and a worker killed by a signal
+   writes no failure record: this is how the launcher names a rank that was killed or called
+   `os._exit`.
 2. The launcher's end. On the launcher's machine the agent checks every 0.2 s that the
    launcher process still exists, and SIGKILLs itself when it does not; its workers follow
    through their parent-death signal. (An agent on another host notices at its next status
@@ -47,51 +48,67 @@ _log = logging.getLogger("unilab_launch.agent")
 
 
 class _ExitReports:
-    """Wraps torch-elastic's process context: notes ended workers when stopping starts."""
+    """Wraps torch-elastic's process context: notes every worker that ends on its own.
+
+    torch-elastic stops (SIGTERM) the other workers of the host as soon as it sees one end, so
+    the agent looks before each of its polls: what it notes ended before anything was stopped.
+    The worker that torch-elastic reports as failed is added too (it saw that one first).
+    """
 
     def __init__(self, ctx: Any, host: str, run_dir: Path | None) -> None:
         self.ctx = ctx
         self.host = host
         self.run_dir = run_dir
-        self.reports: list[dict[str, Any]] | None = None
+        self.noted: dict[int, dict[str, Any]] = {}
         self._close = ctx.close
         self._wait = ctx.wait
 
-    def ended(self) -> list[dict[str, Any]]:
-        """Workers that have ended with a non-zero status (`exitcode` < 0: killed by -exitcode)."""
+    def _note(self, local_rank: int, pid: int, exitcode: int) -> None:
+        if local_rank not in self.noted:
+            self.noted[local_rank] = {
+                "host": self.host,
+                "local_rank": local_rank,
+                "pid": pid,
+                "exitcode": exitcode,
+                "seen_ns": time.time_ns(),
+            }
+
+    def note_ended(self) -> None:
         procs = getattr(getattr(self.ctx, "_pc", None), "processes", None) or []
-        seen_ns = time.time_ns()
-        reports = []
         for local_rank, proc in enumerate(procs):
             code = proc.exitcode  # the same Popen torch-elastic polls, in the same thread
-            if code:
-                reports.append(
-                    {
-                        "host": self.host,
-                        "local_rank": local_rank,
-                        "pid": proc.pid,
-                        "exitcode": code,
-                        "seen_ns": seen_ns,
-                    }
-                )
+            if code is not None:
+                self._note(local_rank, proc.pid, code)
+
+    def reports(self) -> list[dict[str, Any]]:
+        """Workers that ended on their own with a non-zero status (exitcode < 0: a signal)."""
+        reports = [r for r in self.noted.values() if r["exitcode"] != 0]
+        if self.run_dir is not None:
+            with contextlib.suppress(Exception):
+                path = self.run_dir / "exits" / f"{self.host}.json"
+                write_json_atomic(path, {"reports": reports})
         return reports
 
     def close(self, death_sig: signal.Signals | None = None, timeout: int = 30) -> None:
-        if self.reports is None:
-            self.reports = self.ended()
-            if self.run_dir is not None:
-                with contextlib.suppress(Exception):
-                    path = self.run_dir / "exits" / f"{self.host}.json"
-                    write_json_atomic(path, {"reports": self.reports})
+        self.reports()
         self._close(death_sig, timeout)
 
     def wait(self, timeout: float = -1, period: float = 1) -> Any:
-        result = self._wait(1.0 if timeout < 0 else min(timeout, 1.0), 0.1)
-        if result is not None and result.failures:
-            text = EXITS_MARKER + json.dumps(self.reports or [])
-            for failure in result.failures.values():
-                failure.message = f"{failure.message}\n{text}"
-        return result
+        deadline = time.monotonic() + (1.0 if timeout < 0 else min(timeout, 1.0))
+        while True:
+            self.note_ended()
+            result = self._wait(0)
+            if result is not None:
+                for failure in result.failures.values():
+                    self._note(failure.local_rank, failure.pid, failure.exitcode)
+                if result.failures:
+                    text = EXITS_MARKER + json.dumps(self.reports())
+                    for failure in result.failures.values():
+                        failure.message = f"{failure.message}\n{text}"
+                return result
+            if time.monotonic() >= deadline:
+                return None
+            time.sleep(0.1)
 
 
 def _patch_torchrunx_agent(host: str, run_dir: Path | None) -> None:
