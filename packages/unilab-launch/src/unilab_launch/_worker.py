@@ -157,7 +157,12 @@ def run_worker(spec: WorkerSpec, target: Callable[..., Any], args: Sequence[Any]
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         log_lines(2, logging.WARNING)
         pid = os.getpid()
-        record = {"rank": rank, "pid": pid, "start": process_start_ticks(pid)}
+        record = {
+            "rank": rank,
+            "host": socket.gethostname(),
+            "pid": pid,
+            "start": process_start_ticks(pid),
+        }
         write_json_atomic(run_dir / "pids" / f"rank{rank}.json", record)
         if spec.num_threads is not None:
             torch.set_num_threads(spec.num_threads)
