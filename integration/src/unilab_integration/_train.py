@@ -129,12 +129,36 @@ def apply_torch_settings(runner: Any) -> None:
 
 
 def _quiet_warp() -> None:
-    """Keep warp's per-module load lines out of the training log (errors still show)."""
+    """Keep warp's per-module load lines out of the training log (errors still show), and, on a
+    machine without a CUDA driver (a CPU run), warp's notice that GPU execution is unavailable."""
     try:
         import warp as wp
     except ImportError:
         return
     wp.config.log_level = wp.LOG_WARNING
+    import ctypes
+    import sys
+
+    if not sys.platform.startswith("linux"):
+        return
+
+    for name in ("libcuda.so", "libcuda.so.1"):  # what warp's native init tries to load
+        try:
+            ctypes.CDLL(name)
+            return  # a driver is there: every CUDA message of warp stays
+        except OSError:
+            pass
+    # the notice comes from native code on file descriptor 2 inside wp.init(); init warp now
+    # with that descriptor on /dev/null (a failing init still raises)
+    sys.stderr.flush()
+    saved = os.dup(2)
+    try:
+        with open(os.devnull, "w") as null:
+            os.dup2(null.fileno(), 2)
+        wp.init()
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
 
 
 def train(config: TrainConfig, *, resume: str | None = None) -> dict[str, Any]:

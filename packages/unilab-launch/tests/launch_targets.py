@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import random
+import sys
 import time
 
 import torch
@@ -89,6 +90,37 @@ def nccl_raise_while_others_wait(fail_rank: int) -> float:
     x = torch.ones(1, device="cuda")
     dist.all_reduce(x)
     return x.item()
+
+
+def allreduce_for(seconds: float | str) -> int:
+    """All-reduce every 10 ms for `seconds` (a rank to kill while its peers are in collectives)."""
+    end = time.monotonic() + float(seconds)
+    count = 0
+    while time.monotonic() < end:
+        x = torch.ones(1)
+        dist.all_reduce(x)
+        count += 1
+        time.sleep(0.01)
+    return count
+
+
+def exit_while_others_wait(exit_rank: int, status: int) -> float:
+    """Rank `exit_rank` calls os._exit(status) after 1 s (no traceback); the others all-reduce."""
+    if dist.get_rank() == exit_rank:
+        time.sleep(1.0)
+        os._exit(status)
+    x = torch.ones(1)
+    dist.all_reduce(x)
+    return x.item()
+
+
+def note_on_stderr() -> int:
+    """Write a line to stderr and to stdout, all-reduce, return: a successful run."""
+    print(f"rank {dist.get_rank()} notes on stderr", file=sys.stderr, flush=True)
+    print(f"rank {dist.get_rank()} prints", flush=True)
+    x = torch.ones(1)
+    dist.all_reduce(x)
+    return int(x.item())
 
 
 NOT_CALLABLE = 3

@@ -30,6 +30,7 @@ def test_launch_public_api() -> None:
     assert set(unilab_launch.__all__) == {
         "DEFAULT_ENV_PATTERNS",
         "LaunchConfig",
+        "LaunchInterrupted",
         "WorkerFailedError",
         "__version__",
         "launch",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 import time
 from pathlib import Path
 
@@ -137,9 +138,11 @@ def test_launch_first_failure_surfaces_promptly(
     message = str(err)
     assert message.startswith(f"rank {fail_rank} of {world_size} (host localhost")
     assert f"failed first: ValueError: deliberate failure on rank {fail_rank}" in message
-    # the others failed only because their peer died; they are named, not blamed
-    others = sorted(set(range(world_size)) - {fail_rank})
-    assert f"ranks {others} failed after it" in message
+    # the others failed only because their peer died, or were stopped before they noticed:
+    # those that failed are named after it, never blamed
+    others = set(range(world_size)) - {fail_rank}
+    listed = re.search(r"; ranks \[([\d, ]*)\] failed after it;", message)
+    assert listed is None or {int(r) for r in listed.group(1).split(",")} <= others
     assert err.log_path == log_dir.resolve() / f"rank{fail_rank}.log"
     assert f"deliberate failure on rank {fail_rank}" in err.log_path.read_text()
 

@@ -4,7 +4,7 @@
 
     results = launch("my_pkg.train:main", args=("cfg.toml",), gpus="all", seed=1)
 
-Public API: `launch`, `LaunchConfig`, `WorkerFailedError`, `parse_gpus`, `parse_hosts`,
+Public API: `launch`, `LaunchConfig`, `WorkerFailedError`, `LaunchInterrupted`, `parse_gpus`, `parse_hosts`,
 `read_hostfile`, `DEFAULT_ENV_PATTERNS`; the command `unilab-launch` (`unilab_launch.cli`).
 """
 
@@ -13,6 +13,7 @@ from ._config import LaunchConfig as LaunchConfig
 from ._config import parse_gpus as parse_gpus
 from ._config import parse_hosts as parse_hosts
 from ._config import read_hostfile as read_hostfile
+from ._launch import LaunchInterrupted as LaunchInterrupted
 from ._launch import WorkerFailedError as WorkerFailedError
 from ._launch import launch as launch
 
@@ -21,6 +22,7 @@ __version__ = "0.1.0"
 __all__ = [
     "DEFAULT_ENV_PATTERNS",
     "LaunchConfig",
+    "LaunchInterrupted",
     "WorkerFailedError",
     "__version__",
     "launch",

@@ -3,13 +3,15 @@
 Order of work: validate everything that can be checked here (settings, target import, argument
 pickling, host names, GPU count on this machine) -> start torchrunx's launcher (agents on every
 host, over SSH for remote ones) with `run_worker` as the function -> collect per-rank results,
-or turn the first failure record into `WorkerFailedError` after making sure that no worker of
-this machine is left running.
+or turn the first failure into `WorkerFailedError` after making sure that no worker of this
+machine is left running. The agents are torchrunx's, run through `_agent.py` (exit reports, the
+launcher's end); SIGTERM of the launcher stops the run as Ctrl-C does (`LaunchInterrupted`).
 """
 
 from __future__ import annotations
 
 import contextlib
+import itertools
 import json
 import math
 import os
@@ -18,6 +20,7 @@ import shutil
 import signal
 import socket
 import tempfile
+import threading
 import time
 import warnings
 from collections.abc import Callable, Mapping, Sequence
@@ -30,10 +33,18 @@ import torch.distributed as dist
 
 from ._config import LaunchConfig
 from ._logs import LogHandlers, rank_log_path
+from ._proc import process_start_ticks
 from ._target import module_root, resolve_target
-from ._worker import FAILURE_MARKER, WorkerSpec, process_start_ticks, run_worker
+from ._worker import (
+    ENV_LAUNCHER,
+    ENV_RUN_DIR,
+    EXITS_MARKER,
+    FAILURE_MARKER,
+    WorkerSpec,
+    run_worker,
+)
 
-__all__ = ["WorkerFailedError", "launch"]
+__all__ = ["LaunchInterrupted", "WorkerFailedError", "launch"]
 
 _UNSET: Any = object()
 
@@ -45,8 +56,12 @@ class WorkerFailedError(RuntimeError):
         rank: global rank of the first worker that failed (None if unknown, e.g. an agent died).
         local_rank: its rank on its host (None if unknown).
         host: the host it ran on.
-        error: "ExceptionType: message" of the worker's exception.
+        pid: its process id (None if unknown).
+        error: "ExceptionType: message" of the worker's exception, or how it ended without one
+            ("killed by signal SIGKILL", "exited with status 3").
         traceback: the worker's formatted traceback ("" if none was recorded).
+        signal: name of the signal that killed it ("SIGKILL"), None otherwise.
+        exit_status: its exit status when it ended without a traceback, None otherwise.
         log_path: that rank's log file on the launcher's machine.
         run_dir: the launch's folder (logs, failure records).
     """
@@ -58,8 +73,11 @@ class WorkerFailedError(RuntimeError):
         rank: int | None = None,
         local_rank: int | None = None,
         host: str | None = None,
+        pid: int | None = None,
         error: str = "",
         traceback: str = "",
+        signal: str | None = None,
+        exit_status: int | None = None,
         log_path: Path | None = None,
         run_dir: Path | None = None,
     ) -> None:
@@ -67,9 +85,29 @@ class WorkerFailedError(RuntimeError):
         self.rank = rank
         self.local_rank = local_rank
         self.host = host
+        self.pid = pid
         self.error = error
         self.traceback = traceback
+        self.signal = signal
+        self.exit_status = exit_status
         self.log_path = log_path
+        self.run_dir = run_dir
+
+
+class LaunchInterrupted(KeyboardInterrupt):
+    """The launcher got SIGINT (Ctrl-C) or SIGTERM during a launch; every worker was stopped.
+
+    A `KeyboardInterrupt`, so code that handles Ctrl-C handles SIGTERM the same way.
+
+    Attributes:
+        signal: "SIGINT" or "SIGTERM".
+        run_dir: the launch's folder (logs).
+    """
+
+    def __init__(self, signal: str, run_dir: Path | None = None) -> None:
+        where = f" (logs: {run_dir})" if run_dir is not None else ""
+        super().__init__(f"interrupted by {signal}; all workers were stopped{where}")
+        self.signal = signal
         self.run_dir = run_dir
 
 
@@ -164,8 +202,8 @@ def _port_taken_before_start(exc: BaseException, run_dir: Path) -> bool:
 
 
 def _clear_records(run_dir: Path) -> None:
-    for sub in ("failures", "pids"):
-        for path in (run_dir / sub).glob("rank*.json"):
+    for sub in ("failures", "pids", "exits"):
+        for path in (run_dir / sub).glob("*.json"):
             path.unlink()
 
 
@@ -201,18 +239,78 @@ def _stop_local_workers(run_dir: Path, grace_s: float = 5.0) -> None:
             os.kill(pid, signal.SIGKILL)
 
 
+def _marked_json(text: str, marker: str) -> list[Any]:
+    """Every JSON value that follows `marker` in `text`."""
+    values, decoder = [], json.JSONDecoder()
+    for part in text.split(marker)[1:]:
+        with contextlib.suppress(ValueError):
+            values.append(decoder.raw_decode(part)[0])
+    return values
+
+
+def _exit_reports(text: str, run_dir: Path) -> list[dict[str, Any]]:
+    """The agents' reports of workers that ended with a non-zero status (see `_agent.py`)."""
+    reports = [r for record in _read_records(run_dir / "exits") for r in record["reports"]]
+    for carried in _marked_json(text, EXITS_MARKER):
+        reports.extend(carried)
+    return list({(r["host"], r["local_rank"]): r for r in reports}.values())
+
+
+def _how_it_ended(exitcode: int) -> tuple[str, str | None, int | None]:
+    """("killed by signal SIGKILL", "SIGKILL", None) or ("exited with status 3", None, 3)."""
+    if exitcode < 0:
+        try:
+            name = signal.Signals(-exitcode).name
+        except ValueError:
+            name = f"signal {-exitcode}"
+        return f"killed by signal {name}", name, None
+    return f"exited with status {exitcode}", None, exitcode
+
+
 def _failure_from(
     exc: BaseException, run_dir: Path, hosts: Sequence[str], counts: Sequence[int]
 ) -> WorkerFailedError:
-    """The `WorkerFailedError` for the earliest failure record (files, then torchrunx message)."""
+    """The `WorkerFailedError` for the worker whose failure came first.
+
+    A worker that ended on its own without a failure record (a signal, `os._exit`, a crash; its
+    agent saw it end before stopping anything) comes first: its peers' records are the
+    collective errors that its death caused. Otherwise the earliest failure record wins (files,
+    then torchrunx's message).
+    """
     records = _read_records(run_dir / "failures")
     text = str(exc)
-    if FAILURE_MARKER in text:
-        with contextlib.suppress(ValueError):
-            records.append(json.loads(text.split(FAILURE_MARKER, 1)[1]))
+    records.extend(_marked_json(text, FAILURE_MARKER))
     # the same record may come both from the shared folder and through torchrunx
     records = list({(r["rank"], r["time_ns"]): r for r in records}.values())
     world = sum(counts)
+    starts = dict(zip(hosts, itertools.accumulate([0, *counts]), strict=False))
+    recorded = {int(r["rank"]) for r in records}
+    silent = [
+        {**r, "rank": starts[r["host"]] + int(r["local_rank"])}
+        for r in _exit_reports(text, run_dir)
+        if r["host"] in starts
+    ]
+    silent = [r for r in silent if r["rank"] not in recorded]
+    if silent:
+        first = min(silent, key=lambda r: r["seen_ns"])
+        rank = int(first["rank"])
+        how, sig, status = _how_it_ended(int(first["exitcode"]))
+        others = sorted(recorded | {int(r["rank"]) for r in silent if r is not first})
+        log_path = rank_log_path(run_dir, rank)
+        return WorkerFailedError(
+            f"rank {rank} of {world} (host {first['host']}, local rank {first['local_rank']}, "
+            f"pid {first['pid']}) failed first: {how} (no traceback)\n"
+            + _stopped_line(others, log_path),
+            rank=rank,
+            local_rank=int(first["local_rank"]),
+            host=first["host"],
+            pid=int(first["pid"]),
+            error=how,
+            signal=sig,
+            exit_status=status,
+            log_path=log_path,
+            run_dir=run_dir,
+        )
     if not records:
         rank = None
         match = re.search(r"PID (\d+)", text)
@@ -236,32 +334,30 @@ def _failure_from(
         )
     first = min(records, key=lambda r: r["time_ns"])
     rank = int(first["rank"])
-    host, first_rank = hosts[-1], 0
-    for name, count in zip(hosts, counts, strict=True):
-        if rank < first_rank + count:
-            host = name
-            break
-        first_rank += count
+    host = next(h for h in reversed(hosts) if starts[h] <= rank)
     log_path = rank_log_path(run_dir, rank)
     others = sorted(int(r["rank"]) for r in records if r is not first)
     message = (
         f"rank {rank} of {world} (host {host}, local rank {first['local_rank']}, "
         f"pid {first['pid']}) failed first: {first['error']}\n"
-        f"{first['traceback'].rstrip()}\n"
-        f"(all workers were stopped"
-        + (f"; ranks {others} failed after it" if others else "")
-        + f"; logs: {log_path})"
+        f"{first['traceback'].rstrip()}\n" + _stopped_line(others, log_path)
     )
     return WorkerFailedError(
         message,
         rank=rank,
         local_rank=int(first["local_rank"]),
         host=host,
+        pid=int(first["pid"]),
         error=first["error"],
         traceback=first["traceback"],
         log_path=log_path,
         run_dir=run_dir,
     )
+
+
+def _stopped_line(others: Sequence[int], log_path: Path) -> str:
+    after = f"; ranks {list(others)} failed after it" if others else ""
+    return f"(all workers were stopped{after}; logs: {log_path})"
 
 
 def _config_from(config: LaunchConfig | None, settings: Mapping[str, Any]) -> LaunchConfig:
@@ -338,6 +434,9 @@ def launch(
 
     worker_env = dict(config.env)
     worker_env.update(gpu_env)
+    me = os.getpid()
+    worker_env[ENV_RUN_DIR] = str(run_dir)
+    worker_env[ENV_LAUNCHER] = f"{socket.gethostname()} {me} {process_start_ticks(me) or 0}"
     root = module_root(fn)
     if root is not None:
         current = worker_env.get("PYTHONPATH", os.environ.get("PYTHONPATH", ""))
@@ -353,6 +452,65 @@ def launch(
 
 
 def _run(
+    config: LaunchConfig,
+    spec: WorkerSpec,
+    fn: Callable[..., Any],
+    args: tuple[Any, ...],
+    hostnames: list[str],
+    counts: list[int],
+    worker_env: dict[str, str],
+    run_dir: Path,
+    temporary: bool,
+) -> list[Any]:
+    with _unilab_agents(), _sigterm_as_interrupt():
+        return _attempts(config, spec, fn, args, hostnames, counts, worker_env, run_dir, temporary)
+
+
+@contextlib.contextmanager
+def _unilab_agents() -> Any:
+    """Make torchrunx start `python -m unilab_launch._agent` where it starts its own agent."""
+    import torchrunx.launcher
+
+    original = torchrunx.launcher.build_launch_command
+
+    def build_launch_command(**kwargs: Any) -> str:
+        head, sep, tail = original(**kwargs).rpartition(" -m torchrunx ")
+        if not sep:
+            raise RuntimeError("unexpected torchrunx agent command (torchrunx 0.4 expected)")
+        return f"{head} -m unilab_launch._agent {tail}"
+
+    torchrunx.launcher.build_launch_command = build_launch_command
+    try:
+        yield
+    finally:
+        torchrunx.launcher.build_launch_command = original
+
+
+class _Terminated(BaseException):
+    """SIGTERM during a launch, raised in the main thread like Ctrl-C's KeyboardInterrupt."""
+
+
+@contextlib.contextmanager
+def _sigterm_as_interrupt() -> Any:
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    received = []
+
+    def on_sigterm(signum: int, frame: Any) -> None:
+        if not received:  # a second SIGTERM must not break off the stop under way
+            received.append(signum)
+            raise _Terminated
+
+    previous = signal.signal(signal.SIGTERM, on_sigterm)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _attempts(
     config: LaunchConfig,
     spec: WorkerSpec,
     fn: Callable[..., Any],
@@ -394,7 +552,12 @@ def _run(
                 _clear_records(run_dir)
                 continue
             raise _failure_from(exc, run_dir, hostnames, counts) from None
-        except BaseException:  # Ctrl-C in the launcher: torchrunx stops the agents, we the workers
+        except (KeyboardInterrupt, _Terminated) as exc:
+            # torchrunx has stopped the agents (which stop their workers); we make sure
+            _stop_local_workers(run_dir)
+            name = "SIGTERM" if isinstance(exc, _Terminated) else "SIGINT"
+            raise LaunchInterrupted(name, run_dir) from None
+        except BaseException:
             _stop_local_workers(run_dir)
             raise
     _stop_local_workers(run_dir)

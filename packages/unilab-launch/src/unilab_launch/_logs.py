@@ -3,16 +3,26 @@
 torchrunx streams every log record (and every line a worker prints) of every host to a logging
 server in the launcher; `LogHandlers` is the handler factory that server calls. Records carry
 `hostname` (as given in the host list) and `local_rank` (None for an agent).
+
+Levels: a line written to stdout is INFO, a line written to stderr WARNING (torchrunx logs
+stderr at ERROR, which made warnings of a successful run look like failures); records a process
+logs keep their own level (a failing worker logs its traceback at ERROR).
 """
 
 from __future__ import annotations
 
 import logging
+import multiprocessing
+import os
+import signal
 import sys
+import threading
 from collections.abc import Sequence
 from pathlib import Path
 
-__all__ = ["LogHandlers", "rank_log_path"]
+from ._proc import parent_death_signal
+
+__all__ = ["LogHandlers", "log_lines", "rank_log_path"]
 
 _FILE_FORMAT = "%(asctime)s %(levelname)s %(message)s"
 
@@ -20,6 +30,26 @@ _FILE_FORMAT = "%(asctime)s %(levelname)s %(message)s"
 def rank_log_path(log_dir: Path, rank: int) -> Path:
     """The log file of global rank `rank`."""
     return log_dir / f"rank{rank}.log"
+
+
+def log_lines(fd: int, level: int) -> None:
+    """From now on, log every line written to file descriptor `fd` (1 or 2) at `level`.
+
+    Replaces what `fd` points to with a pipe read by a daemon thread that logs each line on the
+    root logger (which torchrunx streams to the launcher).
+    """
+    (sys.stdout if fd == 1 else sys.stderr).flush()
+    read_fd, write_fd = os.pipe()
+    root = logging.getLogger()
+
+    def pump() -> None:
+        with os.fdopen(read_fd, errors="replace") as lines:
+            for line in lines:
+                root.log(level, line.rstrip())
+
+    threading.Thread(target=pump, name=f"unilab-launch-fd{fd}", daemon=True).start()
+    os.dup2(write_fd, fd)
+    os.close(write_fd)
 
 
 class _Select(logging.Filter):
@@ -59,6 +89,12 @@ class LogHandlers:
         self.console = console
 
     def __call__(self) -> list[logging.Handler]:
+        # torchrunx calls this in its log server, a forked child of the launcher that would
+        # outlive a launcher killed by SIGKILL: it ends with its parent instead.
+        if multiprocessing.parent_process() is not None:
+            parent = os.getppid()
+            if parent_death_signal(signal.SIGKILL) and os.getppid() != parent:
+                os._exit(0)
         self.log_dir.mkdir(parents=True, exist_ok=True)
         formatter = logging.Formatter(_FILE_FORMAT)
         handlers: list[logging.Handler] = []

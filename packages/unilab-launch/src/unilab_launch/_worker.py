@@ -18,6 +18,16 @@ The non-zero exit makes torch-elastic on that host stop the worker's siblings wi
 second, torchrunx's agents tell each other and the launcher, and the launcher raises
 `WorkerFailedError` for the earliest failure record (a rank that fails *because* its peer died
 fails later).
+
+A worker that dies without going through this path (a signal, `os._exit`, a crash) leaves no
+record; its agent reports its pid and exit status instead (`_agent.py`).
+
+Process lifetime: a worker ends when its agent ends (parent-death signal SIGKILL, Linux), and
+ignores SIGINT: a Ctrl-C in the terminal reaches every process of the foreground group, and the
+launcher, not each worker, turns it into one stop of the whole run.
+
+Output: torchrunx logs every line a worker writes to stderr at ERROR; here stderr lines are
+logged at WARNING (stderr is not a failure by itself), and a failure's traceback at ERROR.
 """
 
 from __future__ import annotations
@@ -26,6 +36,7 @@ import contextlib
 import json
 import logging
 import os
+import signal
 import socket
 import sys
 import time
@@ -39,10 +50,30 @@ import attrs
 import torch
 import torch.distributed as dist
 
-__all__ = ["FAILURE_MARKER", "WorkerSpec", "run_worker"]
+from ._logs import log_lines
+from ._proc import parent_death_signal, process_start_ticks
+
+__all__ = [
+    "ENV_LAUNCHER",
+    "ENV_RUN_DIR",
+    "EXITS_MARKER",
+    "FAILURE_MARKER",
+    "WorkerSpec",
+    "process_start_ticks",
+    "run_worker",
+]
 
 FAILURE_MARKER = "unilab-launch-failure:"
 """Prefix of the JSON failure record carried in torchrunx's WorkerFailedError message."""
+
+EXITS_MARKER = "unilab-launch-exits:"
+"""Prefix of the JSON list of exit reports appended to torchrunx's failure message."""
+
+ENV_RUN_DIR = "UNILAB_LAUNCH_DIR"
+"""The launch's folder (for `exits/`), exported to every agent."""
+
+ENV_LAUNCHER = "UNILAB_LAUNCHER"
+"""'<host> <pid> <start ticks>' of the launcher process, exported to every agent."""
 
 _log = logging.getLogger("unilab_launch.worker")
 
@@ -56,17 +87,6 @@ class WorkerSpec:
     use_gpus: bool
     timeout: float
     num_threads: int | None
-
-
-def process_start_ticks(pid: int) -> int | None:
-    """Start time of process `pid` in clock ticks since boot (Linux), to guard against pid reuse."""
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            stat = f.read()
-    except OSError:
-        return None
-    # the command name (field 2) may hold spaces; fields after the closing parenthesis are fixed
-    return int(stat.rsplit(")", 1)[1].split()[19])
 
 
 def write_json_atomic(path: Path, data: dict[str, Any]) -> None:
@@ -131,8 +151,18 @@ def run_worker(spec: WorkerSpec, target: Callable[..., Any], args: Sequence[Any]
     run_dir = Path(spec.run_dir)
     created_group = False
     try:
+        parent = os.getppid()
+        if parent_death_signal(signal.SIGKILL) and os.getppid() != parent:
+            os._exit(1)  # the agent ended before the parent-death signal was armed
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        log_lines(2, logging.WARNING)
         pid = os.getpid()
-        record = {"rank": rank, "pid": pid, "start": process_start_ticks(pid)}
+        record = {
+            "rank": rank,
+            "host": socket.gethostname(),
+            "pid": pid,
+            "start": process_start_ticks(pid),
+        }
         write_json_atomic(run_dir / "pids" / f"rank{rank}.json", record)
         if spec.num_threads is not None:
             torch.set_num_threads(spec.num_threads)

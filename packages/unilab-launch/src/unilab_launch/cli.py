@@ -6,18 +6,20 @@
 
 Runs `function(*args)` (args as strings) on every worker. The working directory is on the
 import path, as with `python -m`. Exit status: 0 when every worker finished, 1 when a worker
-failed (its rank and traceback are printed on stderr), 2 for bad input (nothing was started).
+failed (its rank and traceback are printed on stderr), 2 for bad input (nothing was started),
+130 after Ctrl-C and 143 after SIGTERM (every worker stopped, one line on stderr).
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
 from collections.abc import Sequence
 
 from ._config import LaunchConfig, read_hostfile
-from ._launch import WorkerFailedError, launch
+from ._launch import LaunchInterrupted, WorkerFailedError, launch
 
 __all__ = ["main"]
 
@@ -84,6 +86,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except WorkerFailedError as exc:
         print(f"unilab-launch: {exc}", file=sys.stderr)
         return 1
+    except LaunchInterrupted as exc:
+        print(f"unilab-launch: {exc}", file=sys.stderr)
+        return 128 + getattr(signal, exc.signal)
     except (ValueError, TypeError, ImportError, FileNotFoundError, RuntimeError) as exc:
         print(f"unilab-launch: error: {exc}", file=sys.stderr)
         return 2
