@@ -101,13 +101,14 @@ def test_launch_names_the_rank_killed_by_a_signal(tmp_path: Path, sig: signal.Si
     assert (err.rank, err.local_rank, err.host, err.pid) == (1, 1, "localhost", pid)
     assert (err.signal, err.exit_status, err.traceback) == (sig.name, None, "")
     assert err.error == f"killed by signal {sig.name}"
+    # rank 0 is listed when it noticed the lost peer (a collective error) before its agent
+    # stopped it; on a loaded machine it may be stopped first, so both texts are right
+    after = "; ranks [0] failed after it" if (log_dir / "failures" / "rank0.json").exists() else ""
     assert str(err) == (
         f"rank 1 of 2 (host localhost, local rank 1, pid {pid}) failed first: "
         f"killed by signal {sig.name} (no traceback)\n"
-        f"(all workers were stopped; ranks [0] failed after it; logs: {log_dir / 'rank1.log'})"
+        f"(all workers were stopped{after}; logs: {log_dir / 'rank1.log'})"
     )
-    # rank 0's record is the collective error that rank 1's death caused
-    assert json.loads((log_dir / "failures" / "rank0.json").read_text())["rank"] == 0
     assert not (log_dir / "failures" / "rank1.json").exists()
     procs = {r["pid"]: r["start"] for r in _pid_records(log_dir, 2).values()}
     assert not _still_running(procs)
