@@ -79,7 +79,7 @@ def test_the_first_line_names_the_budget_that_set_it(tmp_path, capsys):
     # 4 envs x 4 steps = 16 global steps per iteration: --env-steps 32 ends at iteration 2
     runner = _runner(tmp_path, "runner.iterations=3", "runner.env_steps=32")
     result = runner.run()
-    first = capsys.readouterr().out.splitlines()[0]
+    first = next(x for x in capsys.readouterr().out.splitlines() if x.startswith("task "))
     assert (
         "budget 2 iterations in all (set by --env-steps 32 at 16 global steps per iteration; "
         "--iterations 3 would end at 3)"
