@@ -113,9 +113,9 @@ def _check_budget_left(config: TrainConfig, world: int, ckpt: dict) -> None:
     budget = plan_budget(config, world, iteration=done, env_steps_global=steps)
     if budget.iterations is not None and budget.iterations <= done:
         more = (
-            f"--iterations {done + 1} or more"
-            if config.runner.iterations
-            else (f"--env-steps above {steps}")
+            f"--env-steps above {steps}"
+            if budget.source.startswith("--env-steps")
+            else f"--iterations {done + 1} or more"
         )
         raise ValueError(
             f"{ckpt['path']} is at iteration {done} ({steps} global env steps), which its "
