@@ -56,6 +56,13 @@ from unilab_integration.cli import main
             ["train", "cartpole-balance", "--iterations", "1", "--resume", "/nonexistent/run"],
             "no checkpoint at /nonexistent/run",
         ),
+        (
+            [
+                *("train", "cartpole-balance", "--cpu-workers", "1", "--iterations", "1"),
+                *("--hosts", "localhost,no-such-host.invalid"),
+            ],
+            "--hosts: host 'no-such-host.invalid' does not resolve",
+        ),
     ],
 )
 def test_invalid_settings_exit_2_before_any_worker(argv, message, capsys, tmp_path):

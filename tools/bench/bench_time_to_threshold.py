@@ -110,6 +110,7 @@ def compose(args):
         # one checkpoint at the end of a run that ends itself; --save-interval for runs that the
         # wall-clock cap stops (a stopped run writes none), e.g. to evaluate them afterwards
         f"runner.save_interval={args.save_interval or args.max_iterations}",
+        "runner.keep_checkpoints=0",  # --eval-checkpoints evaluates every one of them
     ]
     own = task_threshold(args.task)
     threshold = own if args.threshold is None else args.threshold

@@ -6,6 +6,9 @@ Layout of a run directory:
     RUN/checkpoints/ckpt_000050.pt    one per save (iteration number in the name)
     RUN/checkpoints/latest            text: the file name of the newest complete checkpoint
 
+`runner.keep_checkpoints` / `runner.keep_every` prune a session's older checkpoints
+(`prune_checkpoints`).
+
 A checkpoint is a dict (torch.save) with keys: `format` ("unilab-checkpoint"), `version`,
 `task`, `algo_name`, `config` (TrainConfig.to_dict()), `world_size`, `iteration`, `counters`
 (env steps per rank and global, episodes, wall time), `learner` (per rank: its learner's state_dict()),
@@ -19,7 +22,7 @@ from __future__ import annotations
 
 import os
 import random
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +32,9 @@ __all__ = [
     "CheckpointError",
     "capture_rng",
     "check_compatible",
+    "checkpoint_iterations",
     "load_checkpoint",
+    "prune_checkpoints",
     "resolve_checkpoint",
     "restore_rng",
     "save_checkpoint",
@@ -77,6 +82,38 @@ def save_checkpoint(
     _atomic_write_bytes(path, lambda f: torch.save(data, f))
     _atomic_write_bytes(directory / LATEST, lambda f: f.write(path.name.encode() + b"\n"))
     return path
+
+
+def checkpoint_iterations(directory: str | os.PathLike) -> list[int]:
+    """The iterations of the `ckpt_<iteration>.pt` files in DIRECTORY, ascending."""
+    out = []
+    for path in Path(directory).glob("ckpt_*.pt"):
+        digits = path.stem.removeprefix("ckpt_")
+        if digits.isdigit():
+            out.append(int(digits))
+    return sorted(out)
+
+
+def prune_checkpoints(
+    directory: str | os.PathLike, written: Sequence[int], *, keep: int, every: int
+) -> list[Path]:
+    """Delete the checkpoints of `written` (the iterations one session saved, oldest first)
+    beyond the newest `keep` (0: keep all), except those at multiples of `every` iterations
+    (0: none). Only a session's own checkpoints are candidates: the one it resumed from, and
+    every earlier one, stay. The newest (the one `latest` names) is always kept. Returns the
+    deleted files."""
+    if keep <= 0 or len(written) <= keep:
+        return []
+    directory = Path(directory)
+    pointed = (directory / LATEST).read_text().strip() if (directory / LATEST).is_file() else None
+    removed = []
+    for iteration in written[:-keep]:
+        path = directory / checkpoint_name(iteration)
+        if (every and iteration % every == 0) or path.name == pointed or not path.is_file():
+            continue
+        path.unlink()
+        removed.append(path)
+    return removed
 
 
 def resolve_checkpoint(path: str | os.PathLike) -> Path:

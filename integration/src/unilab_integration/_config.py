@@ -83,12 +83,16 @@ class EnvConfig:
 class RunnerConfig:
     """The training loop.
 
-    Budget: `iterations` and/or `env_steps` (global env steps over all ranks); the run stops at
-    the first one reached, or earlier with `until_solved` when the global mean episode return
-    of `solved_patience` consecutive iterations reaches the task's success threshold.
+    Budget: `iterations` and/or `env_steps` (global env steps over all ranks), both totals of
+    the run, counted from its start on resume too; the run stops at the first one reached, or
+    earlier with `until_solved` when the global mean episode return of `solved_patience`
+    consecutive iterations reaches the task's success threshold.
     `num_steps_per_env`: steps per env per iteration (the on-policy rollout length T; the
     number of env steps between update phases off-policy). `save_interval`: iterations between
-    checkpoints (one is always written at the end). `curriculum_sync`: `local` (each rank its
+    checkpoints (one is always written at the end). `keep_checkpoints`: of the checkpoints a
+    session writes, the newest K stay (0: all), and also those at multiples of `keep_every` x
+    `save_interval` iterations (every N-th save; 0: none); `latest`'s and a resume's own
+    checkpoints are never deleted. `curriculum_sync`: `local` (each rank its
     own), `rank0` (rank 0's state broadcast) or `global` (metrics reduced, same decision).
     `check_finite`: stop on NaN/inf in observations, losses, gradients or parameters.
     `deterministic`: torch deterministic algorithms (bit-for-bit resume on CPU).
@@ -118,6 +122,8 @@ class RunnerConfig:
     solved_patience: int = attrs.field(default=2, validator=_positive)
     num_steps_per_env: int = attrs.field(default=24, validator=_positive)
     save_interval: int = attrs.field(default=50, validator=_positive)
+    keep_checkpoints: int = attrs.field(default=5, validator=_non_negative)
+    keep_every: int = attrs.field(default=10, validator=_non_negative)
     curriculum_sync: str = attrs.field(
         default="global", validator=attrs.validators.in_(CURRICULUM_SYNC)
     )

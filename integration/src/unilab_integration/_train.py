@@ -1,29 +1,37 @@
 """`train(config)`: validate everything that can be validated, then launch one worker per rank.
 
-Refused before any worker starts (ValueError naming the cause): unknown task, algorithm or
-preset; no budget; more GPUs than present; an env count that does not divide by the world
-size under `env.scope=global`; a resume checkpoint or teacher that is missing or from another
-task or algorithm. The network shapes are checked inside the workers (they need the env): a
+Refused before any worker starts and before anything is written (ValueError naming the
+cause): unknown task, algorithm or preset; no budget; more GPUs than present; a host that is
+malformed or does not resolve; an env count that does not divide by the world size under
+`env.scope=global`; a resume checkpoint or teacher that is missing or from another task or
+algorithm; a resume whose budget the checkpoint has already reached; a run folder that the
+rules of `_rundir` forbid (another run's folder, a live trainer's lock). The network shapes are checked inside the workers (they need the env): a
 mismatch there fails the run (exit 1 from the command) with the difference named.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
-import time
+import shutil
+import signal
+import socket
+import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import attrs
 import torch
 
 from ._checkpoint import (
     CheckpointError,
     load_checkpoint,
     load_teacher_checkpoint,
-    resolve_checkpoint,
 )
 from ._config import TrainConfig, save_config
 from ._envs import check_task, import_modules
+from ._rundir import RunLock, RunPlan, plan_run_folder
 
 __all__ = ["plan_world", "run_directory", "train", "train_worker", "validate"]
 
@@ -70,6 +78,7 @@ def validate(config: TrainConfig, resume: str | None = None) -> int:
         raise ValueError("no training budget: give --iterations, --env-steps or --until-solved")
     world, _ = plan_world(config)
     config.env.per_rank(world)
+    _check_hosts(config.launch.hosts)
     if resume is not None:
         ckpt = load_checkpoint(resume)
         for key, mine in (("task", config.task), ("algo_name", config.algo_name)):
@@ -78,21 +87,47 @@ def validate(config: TrainConfig, resume: str | None = None) -> int:
                 raise CheckpointError(
                     f"{ckpt['path']} was trained with {what} '{ckpt[key]}', this run uses '{mine}'"
                 )
+        _check_budget_left(config, world, ckpt)
     if config.algo_name == "distill":
         load_teacher_checkpoint(run.teacher, config.task)
     return world
 
 
+def _check_hosts(hosts: str | None) -> None:
+    """A malformed or unresolvable host list is refused here, before the run folder exists
+    (unilab_launch checks it again, later)."""
+    from unilab_launch import parse_hosts
+
+    for host in parse_hosts(hosts) or ():
+        try:
+            socket.getaddrinfo(host, None)
+        except OSError as e:
+            raise ValueError(f"--hosts: host {host!r} does not resolve ({e})") from None
+
+
+def _check_budget_left(config: TrainConfig, world: int, ckpt: dict) -> None:
+    """Refuse a resume that would run no iteration: a budget is the run's total."""
+    from ._runners._budget import plan_budget
+
+    done, steps = int(ckpt["iteration"]), int(ckpt["counters"]["env_steps_global"])
+    budget = plan_budget(config, world, iteration=done, env_steps_global=steps)
+    if budget.iterations is not None and budget.iterations <= done:
+        more = (
+            f"--env-steps above {steps}"
+            if budget.source.startswith("--env-steps")
+            else f"--iterations {done + 1} or more"
+        )
+        raise ValueError(
+            f"{ckpt['path']} is at iteration {done} ({steps} global env steps), which its "
+            f"budget ({budget.source}) has already reached: a budget counts the run's total, "
+            f"resume included; give a larger one to continue ({more})"
+        )
+
+
 def run_directory(config: TrainConfig, resume: str | None) -> Path:
-    """Where this run writes: log_dir/run_name, the resumed run's folder, or a new stamp."""
-    if config.runner.run_name is not None:
-        return Path(config.runner.log_dir) / config.runner.run_name
-    if resume is not None:
-        ckpt_file = resolve_checkpoint(resume)
-        if ckpt_file.parent.name == "checkpoints":
-            return ckpt_file.parent.parent
-    stamp = time.strftime("%Y%m%d-%H%M%S")
-    return Path(config.runner.log_dir) / f"{config.task}_{config.algo_name}_{stamp}"
+    """Where this run writes: log_dir/run_name, the resumed run's folder, or a new stamp
+    (refused, `RunFolderError`, where the rules of `_rundir` forbid it)."""
+    return plan_run_folder(config, resume).path
 
 
 def train_worker(
@@ -162,32 +197,75 @@ def _quiet_warp() -> None:
 
 
 def train(config: TrainConfig, *, resume: str | None = None) -> dict[str, Any]:
-    """Validate, write the run folder and config.json, launch the workers, return rank 0's result.
+    """Validate, lock the run folder, write its config, launch the workers, return rank 0's
+    result.
 
-    A failing worker raises `unilab_launch.WorkerFailedError` (its rank and traceback).
+    Everything that can be refused is refused before the run folder is touched. The folder's
+    lock is released on every way out, SIGTERM included (it raises SystemExit(143) here, after
+    the launcher has stopped the workers). A failing worker raises
+    `unilab_launch.WorkerFailedError` (its rank and traceback).
     """
+    world = validate(config, resume)
+    plan = plan_run_folder(config, resume)
+    lock = RunLock(plan.path)
+    with _sigterm_raises():
+        try:
+            lock.acquire()
+            # again, under the lock (another trainer may have written since), same folder
+            here = attrs.evolve(
+                config.runner, log_dir=str(plan.path.parent), run_name=plan.path.name
+            )
+            plan = plan_run_folder(attrs.evolve(config, runner=here), resume)
+            return _launch(config, resume, world, plan)
+        finally:
+            lock.release()
+
+
+def _launch(config: TrainConfig, resume: str | None, world: int, plan: RunPlan) -> dict[str, Any]:
     import unilab_launch
 
-    world = validate(config, resume)
     _, device_kind = plan_world(config)
-    run_dir = run_directory(config, resume)
-    run_dir.mkdir(parents=True, exist_ok=True)
-    save_config(config, run_dir / "config.json")
+    run_dir = plan.path
+    save_config(config, run_dir / plan.config_name)
     launch = config.launch
-    results = unilab_launch.launch(
-        train_worker,
-        (config.to_dict(), str(run_dir), None if resume is None else str(resume), device_kind),
-        gpus=launch.gpus if device_kind == "cuda" and launch.gpus is not None else None,
-        cpu_workers=world // _hosts(config) if device_kind == "cpu" else None,
-        hosts=launch.hosts,
-        seed=config.runner.seed,
-        log_dir=run_dir / "logs",
-        timeout=launch.timeout,
-    )
+    try:
+        results = unilab_launch.launch(
+            train_worker,
+            (config.to_dict(), str(run_dir), None if resume is None else str(resume), device_kind),
+            gpus=launch.gpus if device_kind == "cuda" and launch.gpus is not None else None,
+            cpu_workers=world // _hosts(config) if device_kind == "cpu" else None,
+            hosts=launch.hosts,
+            seed=config.runner.seed,
+            log_dir=plan.log_dir,
+            timeout=launch.timeout,
+        )
+    except (ValueError, TypeError):  # refused by the launcher before any worker: undo our writes
+        (run_dir / plan.config_name).unlink(missing_ok=True)
+        shutil.rmtree(plan.log_dir, ignore_errors=True)  # this session's own log folder
+        raise
     result = dict(results[0])
     result["run_dir"] = str(run_dir)
     result["world_size"] = world
     return result
+
+
+@contextlib.contextmanager
+def _sigterm_raises() -> Iterator[None]:
+    """SIGTERM raises SystemExit(143) in the main thread while training, so that the launcher
+    stops the workers and `train` releases the run folder's lock (the default action would end
+    the process on the spot)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def stop(signum: int, _frame: Any) -> None:
+        raise SystemExit(128 + signum)
+
+    previous = signal.signal(signal.SIGTERM, stop)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def _hosts(config: TrainConfig) -> int:

@@ -7,8 +7,10 @@
     unilab export runs/cartpole-balance_ppo_*/ policy.onnx
     unilab list
 
-Exit status: 0 on success, 2 for invalid settings (refused before any worker starts), 1 when
-training fails (a worker raised or died; its rank and error are printed).
+Exit status: 0 on success, 2 for invalid settings (refused before any worker starts and before
+anything is written: also another run's folder, a live trainer's lock, a resume whose budget
+is already reached), 1 when training fails (a worker raised or died; its rank and error are
+printed), 143 on SIGTERM (the workers stopped, the run folder's lock released).
 """
 
 from __future__ import annotations
@@ -43,15 +45,24 @@ def _parser() -> argparse.ArgumentParser:
         "--env-scope", choices=("per-rank", "global"), help="is --num-envs per rank or total"
     )
     t.add_argument("--seed", type=int)
-    t.add_argument("--iterations", type=int, help="iteration budget")
-    t.add_argument("--env-steps", type=int, help="global env-step budget (all ranks)")
+    t.add_argument(
+        "--iterations", type=int, help="iteration budget (the run's total, also on resume)"
+    )
+    t.add_argument(
+        "--env-steps",
+        type=int,
+        help="global env-step budget (all ranks; the run's total); with --iterations the "
+        "first reached wins",
+    )
     t.add_argument(
         "--until-solved", action="store_true", help="stop at the task's success threshold"
     )
     t.add_argument("--resume", help="checkpoint file or run folder to continue from")
     t.add_argument("--teacher", help="PPO checkpoint of the teacher (--algo distill)")
     t.add_argument("--log-dir", help="parent folder of run folders (default runs/)")
-    t.add_argument("--run-name", help="run folder name (default TASK_ALGO_TIMESTAMP)")
+    t.add_argument(
+        "--run-name", help="run folder name (default TASK_ALGO_TIMESTAMP); must be new or empty"
+    )
     t.add_argument("--save-interval", type=int, help="iterations between checkpoints")
     t.add_argument(
         "--eval-interval",
@@ -162,13 +173,27 @@ def _train(args: argparse.Namespace) -> int:
     except WorkerFailedError as e:
         print(f"unilab train: training failed: {e}", file=sys.stderr)
         return 1
-    status = "solved" if result.get("solved") else "finished"
-    print(
-        f"{status}: {result['iterations']} iterations, {result['env_steps_global']} env steps "
-        f"({result['env_steps_per_rank']} per rank, {result['world_size']} rank(s)); "
-        f"checkpoint {result['checkpoint']}"
-    )
+    print(_summary(result))
     return 0
+
+
+def _summary(result: dict) -> str:
+    """The last line: totals, and for a resumed run what this session added (its world size
+    may differ from the earlier sessions', so per-rank counts are this session's)."""
+    status = "solved" if result.get("solved") else "finished"
+    w, start = result["world_size"], result.get("start_iteration", 0)
+    done = f"{status}: {result['iterations']} iterations, {result['env_steps_global']} env steps"
+    if not start:
+        return (
+            f"{done} ({result['env_steps_per_rank']} per rank, {w} rank(s)); "
+            f"checkpoint {result['checkpoint']}"
+        )
+    steps = result["env_steps_global"] - result["start_env_steps_global"]
+    return (
+        f"{done} in all; this session, from iteration {start}: "
+        f"{result['iterations'] - start} iterations, {steps} env steps ({steps // w} per rank, "
+        f"{w} rank(s)); checkpoint {result['checkpoint']}"
+    )
 
 
 def _play(args: argparse.Namespace) -> int:

@@ -27,20 +27,19 @@ from .._checkpoint import (
     capture_rng,
     check_compatible,
     load_checkpoint,
+    prune_checkpoints,
     restore_rng,
     save_checkpoint,
 )
 from .._config import TrainConfig
 from .._envs import make_env, success_threshold
 from .._logger import MetricLogger
+from ._budget import UNTIL_SOLVED_CAP, Budget, plan_budget
 from ._eval import PolicyEvaluator, eval_means
 from ._guards import NonFiniteError, ObservationGuard, check_losses, check_modules
 from ._stats import EpisodeStats, curriculum_metrics, means_from_sums
 
 __all__ = ["Runner", "RunResult"]
-
-UNTIL_SOLVED_CAP = 500
-"""Iteration cap of `--until-solved` when no other budget is given."""
 
 
 def _gather_to_main(obj: Any, ctx: DistContext) -> list[Any] | None:
@@ -53,21 +52,13 @@ def _gather_to_main(obj: Any, ctx: DistContext) -> list[Any] | None:
 
 
 def iteration_budget(config: TrainConfig, world_size: int) -> int | None:
-    """Iterations to run from `runner.iterations` and `runner.env_steps` (global steps)."""
-    run = config.runner
-    per_iter = run.num_steps_per_env * config.env.total(world_size)
-    limits = []
-    if run.iterations is not None:
-        limits.append(run.iterations)
-    if run.env_steps is not None:
-        limits.append(math.ceil(run.env_steps / per_iter))
-    if not limits:
-        return UNTIL_SOLVED_CAP if run.until_solved else None
-    return min(limits)
+    """The iteration a new run stops at (see `plan_budget` for resumed runs)."""
+    return plan_budget(config, world_size).iterations
 
 
 class RunResult(dict):
-    """What a worker returns: iterations, env steps, last metrics, solved flag, checkpoint path."""
+    """What a worker returns: iterations, env steps, last metrics, solved flag, checkpoint path,
+    and where this session started (`start_iteration`, `start_env_steps_global`)."""
 
 
 class Runner:
@@ -91,7 +82,9 @@ class Runner:
         self.obs = self.env.reset().select("obs")
         self.stats = EpisodeStats(self.device)
         self.guard = ObservationGuard(self.obs_shapes, self.device)
-        self.budget = iteration_budget(config, ctx.world_size)
+        self.plan: Budget = plan_budget(config, ctx.world_size)
+        self.budget = self.plan.iterations
+        self.written: list[int] = []  # iterations of the checkpoints this session wrote
         self.logger: MetricLogger | None = None
         self.last_checkpoint: str | None = None
         self.evaluator = (
@@ -172,6 +165,7 @@ class Runner:
             self._announce()
         metrics: dict[str, float] = {}
         solved = False
+        start_iteration, start_steps = self.iteration, self.env_steps_global
         if cfg.check_finite:
             for group in self.obs_shapes:
                 if not bool(torch.isfinite(self.obs["obs", group]).all()):
@@ -187,7 +181,8 @@ class Runner:
                     break
                 if self.iteration % cfg.save_interval == 0:
                     self.save()
-            self.save()
+            if self.iteration > start_iteration and self.iteration not in self.written:
+                self.save()  # never a checkpoint that no new iteration produced
         finally:
             if self.logger is not None:
                 if solved:
@@ -205,6 +200,8 @@ class Runner:
             solved=solved,
             metrics=metrics,
             checkpoint=self.last_checkpoint,
+            start_iteration=start_iteration,
+            start_env_steps_global=start_steps,
         )
 
     def _announce(self) -> None:
@@ -214,7 +211,7 @@ class Runner:
             f"task {self.config.task} | algo {self.config.algo_name} ({self.config.preset}) | "
             f"{w} rank(s) on {self.device.type} | envs {self.num_envs} per rank, "
             f"{self.num_envs * w} global (scope {self.config.env.scope}) | "
-            f"budget {self.budget if self.budget is not None else 'unbounded'} iterations | "
+            f"{self.plan.describe(self.iteration)} | "
             f"{_update_mode(self.learner)}{_precision(self.config.runner)}"
             f"{_evaluation(self.config.runner)}run dir {self.run_dir}"
         )
@@ -356,6 +353,7 @@ class Runner:
             "learner": _to_cpu(self.learner_state()),
         }
         gathered = _gather_to_main(local, self.ctx)
+        self.written.append(self.iteration)  # on every rank: run() decides the last save by it
         if not self.ctx.is_main:
             return None
         assert gathered is not None
@@ -375,6 +373,13 @@ class Runner:
         }
         path = save_checkpoint(self.run_dir / "checkpoints", self.iteration, payload)
         self.last_checkpoint = str(path)
+        cfg = self.config.runner
+        prune_checkpoints(
+            path.parent,
+            self.written,
+            keep=cfg.keep_checkpoints,
+            every=cfg.keep_every * cfg.save_interval,
+        )
         return self.last_checkpoint
 
     def load(self, path: str | Path) -> None:
@@ -406,6 +411,10 @@ class Runner:
         self.env_steps_global = int(counters["env_steps_global"])
         self.env_steps_rank = int(counters["env_steps_per_rank"])
         self.solved_streak = int(counters.get("solved_streak", 0))
+        self.plan = plan_budget(
+            self.config, w, iteration=self.iteration, env_steps_global=self.env_steps_global
+        )
+        self.budget = self.plan.iterations
         curriculum = self.curriculum
         if curriculum is not None and ckpt["curriculum"][src] is not None:
             curriculum.load_state_dict(ckpt["curriculum"][src])
@@ -528,4 +537,4 @@ def _update_mode(learner: Any) -> str:
     return "".join(f"{label} {mode} | " for label, mode in parts)
 
 
-__all__ += ["CheckpointError", "iteration_budget"]
+__all__ += ["UNTIL_SOLVED_CAP", "CheckpointError", "iteration_budget"]

@@ -1,0 +1,298 @@
+"""Run folders: which folder a run writes, what it may write there, and the lock that keeps
+two trainers out of one folder.
+
+Rules (checked before anything is created; a refusal is a `RunFolderError`, exit 2):
+
+- A new run writes into a folder that does not exist or is empty. A named folder
+  (`--run-name`) that holds anything is refused, naming `--resume` and a fresh name; an
+  unnamed one (TASK_ALGO_STAMP) gets a suffix (`-2`, `-3`, ...) instead. `--log-dir` that is
+  itself a run folder is refused.
+- A resume into its own run folder continues it: `metrics.jsonl` and `resume.log` are appended
+  to, TensorBoard gets new event files, and the session's config and worker logs go to
+  `config.resume-<K>.json` and `logs/resume-<K>/` (K: the iteration resumed from; `.2`,
+  `.3`, ... when K was resumed before), so `config.json` and earlier logs stay as written. A
+  checkpoint older than the folder's newest is not resumed into the folder (its successors
+  would be overwritten): resume it into a fresh `--run-name`.
+- `RUN/.lock` (JSON: pid, host, process start ticks, start time, command) is created
+  atomically while a trainer runs and removed when `train()` returns or raises. A lock whose
+  process is gone (same host) is taken over with a warning; a live one, or one held on
+  another host (which this machine cannot check), is refused.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import socket
+import sys
+import time
+import warnings
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+from ._checkpoint import checkpoint_iterations, resolve_checkpoint
+
+__all__ = ["LOCK", "RunFolderError", "RunLock", "RunPlan", "plan_run_folder", "process_start_ticks"]
+
+LOCK = ".lock"
+RUN_MARKERS = ("config.json", "metrics.jsonl", "checkpoints")
+
+
+class RunFolderError(ValueError):
+    """A run folder that this command may not write (refused before any worker starts)."""
+
+
+@attrs.frozen(kw_only=True)
+class RunPlan:
+    """Where a run writes: `path`; `config_name` and `log_dir` of this session; `resumed_from`:
+    the iteration when this session continues the folder's own run (else None)."""
+
+    path: Path
+    config_name: str = "config.json"
+    log_dir: Path
+    resumed_from: int | None = None
+
+
+def process_start_ticks(pid: int) -> int | None:
+    """Start time of process `pid` in clock ticks since boot (Linux /proc), None if it is gone;
+    with the pid it names one process (pids are reused)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            stat = f.read()
+    except OSError:
+        return None
+    return int(stat.rsplit(")", 1)[1].split()[19])  # the name (field 2) may hold spaces
+
+
+def _contents(path: Path) -> list[str]:
+    return sorted(p.name for p in path.iterdir() if p.name != LOCK) if path.is_dir() else []
+
+
+def _refuse_used_folder(path: Path, resume: str | None) -> None:
+    held = _contents(path)
+    if not held:
+        return
+    ckpts = checkpoint_iterations(path / "checkpoints")
+    what = (
+        f"holds a run (checkpoints up to iteration {ckpts[-1]})"
+        if ckpts
+        else f"is not empty ({', '.join(held[:4])}{', ...' if len(held) > 4 else ''})"
+    )
+    hint = f"continue it with --resume {path}, or " if ckpts and resume is None else ""
+    raise RunFolderError(
+        f"run folder {path} {what}; a run never writes into another run's folder: "
+        f"{hint}train into a fresh --run-name"
+    )
+
+
+def _session_suffix(path: Path, iteration: int) -> str:
+    base = f"resume-{iteration}"
+    for n in range(1, 1000):
+        suffix = base if n == 1 else f"{base}.{n}"
+        if not (path / f"config.{suffix}.json").exists() and not (path / "logs" / suffix).exists():
+            return suffix
+    raise RunFolderError(f"{path}: iteration {iteration} was resumed 999 times")
+
+
+def plan_run_folder(config: Any, resume: str | None) -> RunPlan:
+    """The folder `config` (and a resume checkpoint) would write, checked against the rules of
+    the module docstring without creating anything."""
+    run = config.runner
+    log_dir = Path(run.log_dir)
+    ckpt_file = resolve_checkpoint(resume).resolve() if resume is not None else None
+    own = None  # the run folder the resume checkpoint lives in
+    if ckpt_file is not None and ckpt_file.parent.name == "checkpoints":
+        own = ckpt_file.parent.parent
+    if run.run_name is not None:
+        path = log_dir / run.run_name
+    elif own is not None:
+        path = own
+    else:
+        stamp = time.strftime("%Y%m%d-%H%M%S")
+        base = f"{config.task}_{config.algo_name}_{stamp}"
+        path = log_dir / base
+        for n in range(2, 1000):
+            if not path.exists():
+                break
+            path = log_dir / f"{base}-{n}"
+    if path.parent == log_dir and log_dir.is_dir():
+        markers = [m for m in RUN_MARKERS if (log_dir / m).exists()]
+        if markers:
+            raise RunFolderError(
+                f"--log-dir {log_dir} is a run folder (it holds {', '.join(markers)}); "
+                f"--log-dir is the folder run folders are made in: continue that run with "
+                f"--resume {log_dir}, or give another --log-dir"
+            )
+    check_lock(path)
+    if own is None or path.resolve() != own:
+        _refuse_used_folder(path, resume)
+        return RunPlan(path=path, log_dir=path / "logs")
+    assert ckpt_file is not None
+    resumed = _resumed_iteration(ckpt_file)
+    newer = [i for i in checkpoint_iterations(ckpt_file.parent) if i > resumed]
+    if newer:
+        raise RunFolderError(
+            f"{ckpt_file.name} is not the newest checkpoint of {path} (it has iteration "
+            f"{newer[-1]}): resuming it there would overwrite the checkpoints after it; resume "
+            f"it into a fresh --run-name, or resume {path} itself"
+        )
+    suffix = _session_suffix(path, resumed)
+    return RunPlan(
+        path=path,
+        config_name=f"config.{suffix}.json",
+        log_dir=path / "logs" / suffix,
+        resumed_from=resumed,
+    )
+
+
+def _resumed_iteration(ckpt_file: Path) -> int:
+    digits = ckpt_file.stem.removeprefix("ckpt_")
+    if digits.isdigit():
+        return int(digits)
+    from ._checkpoint import load_checkpoint
+
+    return int(load_checkpoint(ckpt_file)["iteration"])
+
+
+# --- the lock -------------------------------------------------------------------------------
+def _read_lock(path: Path) -> dict[str, Any] | None:
+    """The lock's record; None when there is none; {} when it is unreadable."""
+    try:
+        text = (path / LOCK).read_text()
+    except FileNotFoundError:
+        return None
+    except OSError:
+        return {}
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _holder(info: dict[str, Any]) -> str:
+    return (
+        f"pid {info.get('pid')} on host {info.get('host')}, since {info.get('started')}: "
+        f"{info.get('command', '?')}"
+    )
+
+
+def _is_stale(path: Path, info: dict[str, Any]) -> bool:
+    """True when the lock's process is gone (or the lock is unreadable); raises when it is
+    alive or on another host."""
+    if not info:  # a holder killed between creating and writing it
+        return True
+    if info.get("host") != socket.gethostname():
+        raise RunFolderError(
+            f"run folder {path} is locked by a trainer on another host ({_holder(info)}); this "
+            f"machine cannot check it: wait for it to end, train into another --run-name, or, "
+            f"if it is gone, delete {path / LOCK}"
+        )
+    pid, ticks = info.get("pid"), info.get("start_ticks")
+    if isinstance(pid, int):
+        alive = _pid_exists(pid) if ticks is None else process_start_ticks(pid) == ticks
+        if alive:
+            raise RunFolderError(
+                f"run folder {path} is in use by a live trainer ({_holder(info)}); wait for it "
+                f"to end, or train into another --run-name"
+            )
+    return True
+
+
+def _pid_exists(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def check_lock(path: Path) -> None:
+    """Refuse a folder that a live trainer (or one on another host) holds; a stale lock passes
+    (`RunLock` takes it over), and so does this process's own."""
+    info = _read_lock(path)
+    mine = info and info.get("pid") == os.getpid() and info.get("host") == socket.gethostname()
+    if info is not None and not mine:
+        _is_stale(path, info)
+
+
+@contextlib.contextmanager
+def _folder_flock(path: Path) -> Iterator[None]:
+    """Serialize lock takeovers in `path` (an flock on the folder; skipped where the file
+    system has none)."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        with contextlib.suppress(OSError):
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # releases the flock
+
+
+class RunLock:
+    """`RUN/.lock` held by this process: `acquire()` makes the folder (when missing) and the lock,
+    `release()` removes both what it made: the lock always, the folder if empty and made here."""
+
+    def __init__(self, path: str | os.PathLike) -> None:
+        self.path = Path(path)
+        self.made_folder = False
+        self.held = False
+
+    def acquire(self) -> RunLock:
+        if not self.path.exists():
+            self.path.mkdir(parents=True, exist_ok=True)
+            self.made_folder = True
+        pid = os.getpid()
+        record = {
+            "pid": pid,
+            "host": socket.gethostname(),
+            "start_ticks": process_start_ticks(pid),
+            "started": time.strftime("%Y-%m-%d %H:%M:%S %z"),
+            "command": " ".join(sys.argv),
+        }
+        lock = self.path / LOCK
+        with _folder_flock(self.path):
+            info = _read_lock(self.path)
+            if info is not None and _is_stale(self.path, info):
+                warnings.warn(
+                    f"{lock}: its trainer is gone ({_holder(info) if info else 'unreadable'}); "
+                    "taking the lock over",
+                    RuntimeWarning,
+                    stacklevel=2,
+                )
+                lock.unlink()
+            try:
+                fd = os.open(lock, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+            except FileExistsError:  # another trainer won the race (no flock here)
+                raise RunFolderError(
+                    f"run folder {self.path} was just locked by another trainer; train into "
+                    "another --run-name"
+                ) from None
+            with os.fdopen(fd, "w") as f:
+                f.write(json.dumps(record) + "\n")
+                f.flush()
+                os.fsync(f.fileno())
+        self.held = True
+        return self
+
+    def release(self) -> None:
+        if self.held:
+            info = _read_lock(self.path)
+            if info and info.get("pid") == os.getpid():
+                (self.path / LOCK).unlink(missing_ok=True)
+            self.held = False
+        if self.made_folder and not any(self.path.iterdir()):
+            self.path.rmdir()
+
+    def __enter__(self) -> RunLock:
+        return self.acquire()
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
