@@ -255,6 +255,9 @@ def test_a_live_trainer_locks_its_folder_until_sigterm(tmp_path, capsys):
     while any(process_start_ticks(p) == t for p, t in workers) and time.monotonic() < deadline:
         time.sleep(0.2)
     assert not [p for p, t in workers if process_start_ticks(p) == t]  # none left behind
+    out = (tmp_path / "trainer.out").read_text()
+    assert "unilab train: interrupted by SIGTERM; all workers were stopped" in out
+    assert "Traceback" not in out  # one line, not the launcher's stack
 
 
 def test_resume_refuses_another_task(straight, tmp_path, capsys):

@@ -10,7 +10,8 @@
 Exit status: 0 on success, 2 for invalid settings (refused before any worker starts and before
 anything is written: also another run's folder, a live trainer's lock, a resume whose budget
 is already reached), 1 when training fails (a worker raised or died; its rank and error are
-printed), 143 on SIGTERM (the workers stopped, the run folder's lock released).
+printed), 143 on SIGTERM and 130 on Ctrl-C (one line; the workers stopped, the run folder's
+lock released).
 """
 
 from __future__ import annotations
@@ -277,6 +278,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (ValueError, TypeError, CheckpointError, FileNotFoundError) as e:
         print(f"unilab {args.command}: error: {e}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt as e:  # Ctrl-C, or SIGTERM during a launch (LaunchInterrupted)
+        name = getattr(e, "signal", "SIGINT")
+        text = str(e) or "interrupted by SIGINT"
+        print(f"unilab {args.command}: {text}", file=sys.stderr)
+        return 143 if name == "SIGTERM" else 130
 
 
 if __name__ == "__main__":
