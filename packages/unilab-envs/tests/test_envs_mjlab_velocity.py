@@ -1,39 +1,29 @@
 """go1-velocity-flat (MJLab 1.6.0's Mjlab-Velocity-Flat-Unitree-Go1) on warp's CPU device.
 
-Uses the Go1 of tools/bench/bench_ppo_e2e.py (MJLab's go1.xml from the mjlab wheel, found at
-$UNILAB_GO1_XML or /tmp/go1x/...) until `unilab_envs.tasks.robots.go1()` lands.
+The Go1 is `unilab_envs.tasks.robots.go1()`: MJLab's go1.xml from an installed mjlab (the nox
+sessions install the wheel without dependencies) or Menagerie; skipped when neither is there,
+failed instead under UNILAB_REQUIRE_MJLAB=1.
 """
 
 from __future__ import annotations
 
 import math
-import os
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
 
-ROOT = Path(__file__).resolve().parents[3]
-GO1_XML = os.environ.get(
-    "UNILAB_GO1_XML", "/tmp/go1x/mjlab/asset_zoo/robots/unitree_go1/xmls/go1.xml"
-)
+from unilab_envs.testing import mjlab_robot
+
 N = 4
 
 
 @pytest.fixture(scope="module")
-def env(tmp_path_factory):
-    if not os.path.isfile(GO1_XML):
-        pytest.skip(f"MJLab's go1.xml not found at {GO1_XML} (set UNILAB_GO1_XML)")
-    sys.path.insert(0, str(ROOT / "tools" / "bench"))
-    import bench_ppo_e2e as bench
-
+def env():
     import unilab_envs
 
-    xml = bench.mjlab_physics_xml(GO1_XML, str(tmp_path_factory.mktemp("go1") / "go1.xml"))
-    robot = bench.go1_robot_config(xml)
-    env = unilab_envs.make("go1-velocity-flat", num_envs=N, robot=robot, seed=3)
+    mjlab_robot("go1")  # skip (or fail) with the reason when no go1.xml is found
+    env = unilab_envs.make("go1-velocity-flat", num_envs=N, seed=3)
     env.reset()
     return env
 

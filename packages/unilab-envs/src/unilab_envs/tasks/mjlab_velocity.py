@@ -27,6 +27,7 @@ import warp as wp
 
 from unilab_envs._core.task import Capacity, Task, TaskContext, TaskSpec
 from unilab_envs.tasks import _mjlab_kernels as K
+from unilab_envs.tasks import robots
 from unilab_envs.tasks.robots import RobotConfig
 from unilab_envs.tasks.velocity import _ids, robot_spec
 
@@ -402,9 +403,5 @@ def make_go1_velocity_flat(robot: RobotConfig | None = None, **overrides) -> Mjl
     """`go1-velocity-flat`: MJLab's `Mjlab-Velocity-Flat-Unitree-Go1`; `overrides` are
     `MjlabVelocityConfig` fields. `robot` defaults to `unilab_envs.tasks.robots.go1()`."""
     if robot is None:
-        from unilab_envs.tasks import robots
-
-        if not hasattr(robots, "go1"):
-            raise ValueError("go1-velocity-flat needs robot=RobotConfig(...) (MJLab's Go1)")
-        robot = robots.go1()
+        robot = robots.go1()  # RobotFileNotFoundError names the ways to provide go1.xml
     return MjlabVelocityTask(robot, MjlabVelocityConfig(**overrides), "go1-velocity-flat")
