@@ -53,6 +53,13 @@ LIBRARIES = [name for name in PACKAGES if name != "integration"]
 RSL_RL_ORACLE = ["rsl-rl-lib==5.4.2"]
 RSL_RL_LIGHT_DEPS = ["numpy", "tensordict>=0.15", "GitPython", "onnx", "onnxscript", "tensorboard"]
 USES_RSL_RL = {"dist", "storage", "algos", "envs", "integration"}
+# MJLab 1.6.0 is test data only: its wheel carries the Go1/G1 MJCF files that
+# `unilab_envs.tasks.robots.find_mjcf` finds without importing mjlab (go1-velocity-flat, the
+# parity tests). Never a dependency or an extra: its own dependencies pin mujoco and
+# mujoco-warp versions of their own, so it is installed without them, and the sessions set
+# UNILAB_REQUIRE_MJLAB=1 so that those tests fail rather than skip if it goes missing.
+MJLAB_ROBOT_FILES = ["mjlab==1.6.0"]
+USES_MJLAB = {"envs", "integration"}
 
 PYTEST_ARGS = ["-m", "not gpu and not multigpu", "-ra", "-q"]
 
@@ -108,6 +115,9 @@ def install_package(session: nox.Session, name: str, extra: str = "test") -> Non
     if name in USES_RSL_RL and extra == "test":
         session.install(*constraints(), *RSL_RL_LIGHT_DEPS)
         session.install("--no-deps", *RSL_RL_ORACLE)
+    if name in USES_MJLAB and extra == "test":
+        session.install("--no-deps", *MJLAB_ROBOT_FILES)
+        session.env["UNILAB_REQUIRE_MJLAB"] = "1"
 
 
 def pruned(func):

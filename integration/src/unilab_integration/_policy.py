@@ -89,6 +89,15 @@ def policy_input(groups: tuple[str, ...], obs: Any) -> torch.Tensor:
     return torch.cat([obs["obs", g] for g in groups], dim=-1)
 
 
+def bound_actions(env: Any, actions: torch.Tensor) -> torch.Tensor:
+    """`actions` clamped as the env's task wants: to [-b, b] with b = its
+    `TaskSpec.action_bound`, unchanged when that is None (MJLab's tasks act unbounded). An env
+    without a task spec gets UniLab's default contract, [-1, 1]."""
+    spec = getattr(getattr(env, "task", None), "spec", None)
+    bound = getattr(spec, "action_bound", 1.0) if spec is not None else 1.0
+    return actions if bound is None else actions.clamp(-bound, bound)
+
+
 class PolicyStepper:
     """Deterministic actions from a `policy_module()`, one env step at a time.
 
@@ -304,7 +313,7 @@ def play_episodes(
         recording = writer is not None
         with torch.no_grad():
             for _ in range(limit):
-                actions = stepper(policy_input(groups, obs)).clamp(-1.0, 1.0)
+                actions = bound_actions(env, stepper(policy_input(groups, obs)))
                 step = env.step(actions)
                 done = step["done"]
                 stepper.reset(done)

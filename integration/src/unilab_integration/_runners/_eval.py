@@ -4,9 +4,10 @@ Training episodes are played by the exploring policy (PPO and FastSAC sample the
 so their returns understate what the learned policy does: on UniLab's humanoid, FastSAC's
 training return stays near 17 while its deterministic policy earns over 30
 (docs/benchmarks/time-to-threshold.md). Every `eval_interval` iterations each rank plays the
-learner's `policy_module()` (the action mean, clamped to [-1, 1]: what `unilab play` runs) in
-an env of its own for one full episode length from a reset (new initial states each time,
-drawn from the eval env's own random stream), at the training env's curriculum level, and
+learner's `policy_module()` (the action mean, clamped to the task's `action_bound` unless that
+is None: what `unilab play` runs) in an env of its own for one full episode length from a
+reset (new initial states each time, drawn from the eval env's own random stream), at the
+training env's curriculum level, and
 counts the first episode of every world. The sums ride on the iteration's metrics
 reduction (no extra collective); the runner logs `eval/return`, `eval/length`, `eval/count`,
 `eval_term/<term>` and `perf/eval_s`.
@@ -24,7 +25,13 @@ from typing import Any
 import torch
 
 from .._envs import make_env
-from .._policy import PolicyStepper, actor_groups, episode_term_names, policy_input
+from .._policy import (
+    PolicyStepper,
+    actor_groups,
+    bound_actions,
+    episode_term_names,
+    policy_input,
+)
 from ._stats import means_from_sums
 
 __all__ = ["EVAL_SEED_OFFSET", "PolicyEvaluator", "eval_means"]
@@ -65,7 +72,7 @@ class PolicyEvaluator:
         sums: dict[str, torch.Tensor] = {}
         names: list[str] | None = None
         for _ in range(self.steps):
-            actions = policy(policy_input(self.groups, obs)).clamp(-1.0, 1.0)
+            actions = bound_actions(self.env, policy(policy_input(self.groups, obs)))
             step = self.env.step(actions)
             policy.reset(step["done"])  # a recurrent policy starts each episode from zero
             # each world's first episode only (no bias toward short, failed episodes)

@@ -19,7 +19,13 @@ from typing import Any
 import torch
 from tensordict import TensorDict
 
-__all__ = ["check_vec_env", "offscreen_gl_available", "render_tests_required"]
+__all__ = [
+    "check_vec_env",
+    "mjlab_robot",
+    "mjlab_tests_required",
+    "offscreen_gl_available",
+    "render_tests_required",
+]
 
 _STEP_KEYS = ("reward", "terminated", "truncated", "done")
 
@@ -180,3 +186,28 @@ def render_tests_required() -> bool:
     """True when `UNILAB_REQUIRE_RENDER=1`: rendering tests must run (CI sets it) rather than
     be skipped on a machine without offscreen OpenGL."""
     return os.environ.get("UNILAB_REQUIRE_RENDER") == "1"
+
+
+def mjlab_tests_required() -> bool:
+    """True when `UNILAB_REQUIRE_MJLAB=1`: tests that need MJLab's robot files (go1.xml,
+    g1.xml, found by `unilab_envs.tasks.robots.find_mjcf`) must run rather than be skipped
+    (CI and the nox sessions set it and install the mjlab wheel without its dependencies)."""
+    return os.environ.get("UNILAB_REQUIRE_MJLAB") == "1"
+
+
+def mjlab_robot(name: str) -> Any:
+    """`unilab_envs.tasks.robots.go1()` or `g1()` (`name` "go1", "g1") for a pytest test.
+
+    When no MJCF is found (no installed mjlab, no Menagerie) the test is skipped with the
+    reason, or fails with `RobotFileNotFoundError` under `UNILAB_REQUIRE_MJLAB=1`.
+    """
+    import pytest
+
+    from unilab_envs.tasks import robots
+
+    try:
+        return getattr(robots, name)()
+    except robots.RobotFileNotFoundError as e:
+        if mjlab_tests_required():
+            raise
+        pytest.skip(f"MJLab's {name} MJCF not found (`pip install --no-deps mjlab==1.6.0`): {e}")

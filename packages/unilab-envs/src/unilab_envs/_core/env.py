@@ -283,6 +283,17 @@ class VecEnv:
             device=dev,
         )
         self._reset_masked(self._done, state_reset=not self._full_reset)
+        if spec.forward_after_reset:
+            # final_obs was observed before the forward; where no reset happened the
+            # observation after it is the state's final one (final_obs == obs there).
+            for g, d in spec.observation_dims.items():
+                wp.launch(
+                    kernels.copy_where_not_done,
+                    dim=(n, d),
+                    inputs=[self._done, self._obs[g]],
+                    outputs=[self._final_obs[g]],
+                    device=dev,
+                )
 
     # ------------------------------------------------------------------ public API
     def reset(self) -> TensorDict:

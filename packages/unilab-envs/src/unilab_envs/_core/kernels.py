@@ -118,3 +118,13 @@ def reset_all_bookkeeping(
         episode_log[i, w] = 0.0
     for a in range(nact):
         last_action[w, a] = 0.0
+
+
+@wp.kernel
+def copy_where_not_done(
+    done: wp.array(dtype=wp.bool), src: wp.array2d(dtype=float), dst: wp.array2d(dtype=float)
+):
+    # final_obs = obs for the worlds that go on (their observation after the step's forward).
+    w, k = wp.tid()
+    if not done[w]:
+        dst[w, k] = src[w, k]

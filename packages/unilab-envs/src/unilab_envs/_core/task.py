@@ -28,7 +28,8 @@ Order of one control step (`env.step(action)`):
 7. for worlds that are done: their MJWarp state restored (inside the bookkeeping kernel, or
    `mujoco_warp.reset_data` for models with state it does not cover), action history cleared,
    `task.reset_worlds(ctx, mask)` (randomized initial state), domain randomization draws,
-   `mujoco_warp.forward` if `task.forward_after_reset`;
+   `mujoco_warp.forward` if `task.forward_after_reset` (then the env also copies the
+   observation of 8 into the final observation of the worlds that are not done);
 8. `task.observe(ctx, obs)` writes the observations the policy sees next (without domain
    randomization and `forward_after_reset`, 7's `reset_worlds` and 8 are one call,
    `task.reset_and_observe`, which a task may override to fuse them).

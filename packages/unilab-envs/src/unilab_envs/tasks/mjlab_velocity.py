@@ -19,18 +19,40 @@ Observations (float32):
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
+from typing import Any
 
 import attrs
 import mujoco
+import mujoco_warp as mjw
 import numpy as np
 import warp as wp
 
 from unilab_envs._core.task import Capacity, Task, TaskContext, TaskSpec
 from unilab_envs.tasks import _mjlab_kernels as K
+from unilab_envs.tasks import robots
 from unilab_envs.tasks.robots import RobotConfig
 from unilab_envs.tasks.velocity import _ids, robot_spec
 
 __all__ = ["MjlabVelocityConfig", "MjlabVelocityTask", "make_go1_velocity_flat"]
+
+# Task-owned per-world state `load_state` accepts (attributes of `MjlabVelocityTask`).
+_TASK_STATE = (
+    "encoder_bias",
+    "command",
+    "heading_target",
+    "command_time_left",
+    "push_time_left",
+    "command_flags",
+    "air_time",
+    "contact_time",
+    "foot_height",
+    "peak_height",
+)
+
+# Model fields MJWarp's `set_const` recomputes per world after the COM draw (MJLab's
+# `RecomputeLevel.set_const` fields; the robots here have no tendons).
+_SET_CONST_FIELDS = ("body_subtreemass", "body_invweight0", "dof_invweight0", "actuator_acc0")
 
 _pair = attrs.converters.pipe(tuple, lambda v: tuple(float(x) for x in v))
 
@@ -158,7 +180,9 @@ class MjlabVelocityTask(Task):
             capacity=Capacity(nconmax=robot.nconmax, njmax=robot.njmax),
             forward_after_reset=True,
             action_bound=None,
-            model_batch_fields=("geom_friction", "body_ipos"),
+            # geom_friction, body_ipos: the startup draws; the rest is what MJWarp's
+            # set_const derives from body_ipos (MJLab's base_com event triggers set_const).
+            model_batch_fields=("geom_friction", "body_ipos", *_SET_CONST_FIELDS),
         )
 
     # ------------------------------------------------------------------ host side
@@ -324,6 +348,59 @@ class MjlabVelocityTask(Task):
             outputs=[ctx.model.geom_friction, ctx.model.body_ipos, self.encoder_bias],
             device=dev,
         )  # fmt: skip
+        # The constants that depend on the COM (inverse weights: the constraint solver's
+        # regularization, so contact forces), per world, as MJLab's set_const after base_com.
+        mjw.set_const(ctx.model, ctx.data)
+
+    # ------------------------------------------------------------------ state replay
+    def load_state(self, ctx: TaskContext, state: Mapping[str, Any]) -> None:
+        """Write named per-world arrays (numpy, torch or lists; leading dim N) into the task,
+        the env context and the MJWarp data/model, e.g. to replay a state MJLab recorded.
+
+        Names (shapes per world; J joints in robot order, F feet in `foot_geoms` order):
+            MJWarp data: "qpos" (nq), "qvel" (nv), "ctrl" (nu, model actuator order), "act",
+                "qacc_warmstart" (nv), "qfrc_applied" (nv), "xfrc_applied" (nbody, 6).
+            per-world model fields (`spec.model_batch_fields`): "geom_friction" (ngeom, 3),
+                "body_ipos" (nbody, 3).
+            env context: "action", "last_action" (J; MJLab's action / prev_action),
+                "episode_length" (int).
+            task: "encoder_bias" (J), "command" (3: vx, vy, yaw rate in the heading frame),
+                "heading_target", "command_time_left", "push_time_left" (s),
+                "command_flags" (int: FLAG_HEADING | FLAG_STANDING | FLAG_FORWARD),
+                "air_time", "contact_time" (F, s: the contact sensor's current times),
+                "foot_height" (F, m: the last sampled foot heights the rewards read),
+                "peak_height" (F, m: foot_swing_height's peaks).
+        Loading "body_ipos" recomputes the model constants derived from it (`set_const`, as
+        after the startup draw). Derived MJWarp data fields are not recomputed: call `mujoco_warp.forward` after it when
+        the next hook should read them for the new state. Host-side; not for a captured step.
+        Unknown names raise ValueError.
+        """
+        import torch
+
+        targets: dict[str, wp.array] = {}
+        for name in ("qpos", "qvel", "ctrl", "act", "qacc_warmstart", "qfrc_applied"):
+            targets[name] = getattr(ctx.data, name)
+        targets["xfrc_applied"] = ctx.data.xfrc_applied
+        for name in self.spec.model_batch_fields:
+            targets[name] = getattr(ctx.model, name)
+        for name in ("action", "last_action", "episode_length"):
+            targets[name] = getattr(ctx, name)
+        for name in _TASK_STATE:
+            targets[name] = getattr(self, name)
+        unknown = sorted(set(state) - set(targets))
+        if unknown:
+            raise ValueError(f"unknown state names {unknown}; known: {sorted(targets)}")
+        for name, value in state.items():
+            dst = wp.to_torch(targets[name])
+            src = torch.as_tensor(np.asarray(value), dtype=dst.dtype)
+            if tuple(src.shape) != tuple(dst.shape):
+                raise ValueError(
+                    f"state {name!r}: shape {tuple(src.shape)}, expected {tuple(dst.shape)}"
+                )
+            dst.copy_(src.to(dst.device))
+        if "body_ipos" in state:
+            with wp.ScopedDevice(ctx.device):
+                mjw.set_const(ctx.model, ctx.data)  # as after the startup draw
 
     # ------------------------------------------------------------------ device side
     def apply_action(self, ctx: TaskContext) -> None:
@@ -402,9 +479,5 @@ def make_go1_velocity_flat(robot: RobotConfig | None = None, **overrides) -> Mjl
     """`go1-velocity-flat`: MJLab's `Mjlab-Velocity-Flat-Unitree-Go1`; `overrides` are
     `MjlabVelocityConfig` fields. `robot` defaults to `unilab_envs.tasks.robots.go1()`."""
     if robot is None:
-        from unilab_envs.tasks import robots
-
-        if not hasattr(robots, "go1"):
-            raise ValueError("go1-velocity-flat needs robot=RobotConfig(...) (MJLab's Go1)")
-        robot = robots.go1()
+        robot = robots.go1()  # RobotFileNotFoundError names the ways to provide go1.xml
     return MjlabVelocityTask(robot, MjlabVelocityConfig(**overrides), "go1-velocity-flat")
