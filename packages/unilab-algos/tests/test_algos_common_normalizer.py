@@ -45,6 +45,31 @@ def test_exact_mode_matches_float64_population_moments():
     torch.testing.assert_close(norm.inverse(y), torch.ones(2, 3))
 
 
+def _far_batches(seed: int, sizes, offset: float):
+    """float64 batches of 3 features with |mean| / std about `offset` (ill-conditioned)."""
+    g = torch.Generator().manual_seed(seed)
+    scale = torch.tensor([1.0, 0.5, 2.0], dtype=torch.float64)
+    return [offset + torch.randn(n, 3, generator=g, dtype=torch.float64) * scale for n in sizes]
+
+
+def _assert_moments_of(norm: EmpiricalNormalizer, allx: torch.Tensor, offset: float) -> None:
+    shifted = allx - allx[0]  # well-conditioned: the reference is exact to float64
+    torch.testing.assert_close(norm.mean - allx[0], shifted.mean(0), rtol=0, atol=offset * 1e-15)
+    # float64 holds the mean to offset * 1e-16, which bounds the variance's relative error
+    # (unilab_dist.RunningMoments does as well; the sum-of-squares merge lost all of it at 1e8)
+    var = shifted.var(0, unbiased=False)
+    torch.testing.assert_close(norm.var, var, rtol=offset * 1e-16, atol=0)
+
+
+@pytest.mark.parametrize("offset", [1e6, 1e8])
+def test_exact_mode_keeps_the_variance_far_from_zero(offset):
+    norm = EmpiricalNormalizer(3)
+    xs = _far_batches(2, [5, 1, 17, 3], offset)
+    for x in xs:
+        norm.update(x)
+    _assert_moments_of(norm, torch.cat(xs), offset)
+
+
 def test_eval_mode_and_empty_global_batch_do_not_update():
     norm = EmpiricalNormalizer(3).eval()
     norm.update(torch.randn(4, 3))
@@ -76,20 +101,23 @@ def test_mlp_layout_matches_rsl_rl():
     assert [k for k in ours.state_dict()] == [k for k in ref.state_dict()]
 
 
-def _global_body(rank: int, world: int):
+def _global_body(rank: int, world: int, slots: bool):
     from unilab_dist import sum_reducer
 
-    norm = EmpiricalNormalizer(3, reduce_sum=sum_reducer())
+    reducer = sum_reducer()
+    # a plain callable has no rank / world_size: all ranks' moments share one slot
+    norm = EmpiricalNormalizer(3, reduce_sum=reducer if slots else lambda t: reducer(t))
     sizes = {0: [5, 0, 9], 1: [2, 11, 1], 2: [7, 3, 0]}[rank]  # unequal, some empty
     for x in _batches(10 + rank, sizes):
         norm.update(x)
     return norm.mean, norm.var, int(norm.count)
 
 
-def test_global_mode_is_exact_and_identical_across_ranks():
+@pytest.mark.parametrize("slots", [True, False], ids=["rank_slots", "one_slot"])
+def test_global_mode_is_exact_and_identical_across_ranks(slots):
     from unilab_dist.testing import run_distributed
 
-    res = run_distributed(_global_body, 3, timeout=120)
+    res = run_distributed(_global_body, 3, args=(slots,), timeout=120)
     allx = torch.cat(
         [torch.cat(_batches(10 + r, s)) for r, s in enumerate([[5, 0, 9], [2, 11, 1], [7, 3, 0]])]
     ).double()
@@ -133,3 +161,35 @@ def test_update_normalizers_fuses_the_collectives_of_a_shared_reduce_sum():
     fused[0].eval()
     update_normalizers([(fused[0], torch.ones(3, 3))])  # eval mode: no update, no collective
     assert fused_sum.calls == 6
+
+
+FAR_SIZES = {0: [5, 0, 9], 1: [2, 11, 1], 2: [7, 3, 0]}  # unequal per rank, some empty
+
+
+def _far_global_body(rank: int, world: int, offset: float):
+    from unilab_dist import accounting, sum_reducer
+
+    norm = EmpiricalNormalizer(3, reduce_sum=sum_reducer())
+    accounting.reset()
+    for x in _far_batches(20 + rank, FAR_SIZES[rank], offset):
+        norm.update(x + 0.25 * rank)  # the ranks' means differ a little
+    return norm.mean, norm.var, int(norm.count), accounting.snapshot()["default"]
+
+
+@pytest.mark.parametrize("offset", [1e6, 1e8])
+def test_global_mode_is_exact_far_from_zero_and_identical_across_ranks(offset):
+    from unilab_dist.testing import run_distributed
+
+    res = run_distributed(_far_global_body, 3, args=(offset,), timeout=120)
+    allx = torch.cat(
+        [torch.cat(_far_batches(20 + r, FAR_SIZES[r], offset)) + 0.25 * r for r in range(3)]
+    )
+    norm = EmpiricalNormalizer(3)
+    norm.load_state_dict({"mean": res[0][0], "var": res[0][1], "std": res[0][1].sqrt(),
+                          "count": torch.tensor(res[0][2])})  # fmt: skip
+    _assert_moments_of(norm, allx, offset)
+    for mean, var, count, acc in res:
+        assert count == allx.shape[0] == 38
+        assert torch.equal(mean, res[0][0]) and torch.equal(var, res[0][1])
+        # one collective per update: 3 slots of [n, S1, M2, T2] (1 + 3 * 3 float64 values)
+        assert acc == {"collectives": 3, "bytes": 3 * 3 * 10 * 8}

@@ -39,7 +39,9 @@ def _collectives_body(rank: int, world_size: int, with_td: bool) -> dict:
         out["x_untouched"] = torch.equal(x, rank_tensor(rank))
         out["int_sum"] = ud.all_reduce(torch.tensor([rank, 1]), "sum")
         out["bool_max"] = ud.all_reduce(torch.tensor([rank == 1, False]), "max")
-        out["reducer"] = ud.sum_reducer()(torch.tensor([float(rank), 1.0]))
+        reducer = ud.sum_reducer()
+        out["reducer"] = reducer(torch.tensor([float(rank), 1.0]))
+        out["reducer_slot"] = (reducer.rank, reducer.world_size)
         out["scalars"] = ud.reduce_scalars({"loss": 0.5 * rank, "n": rank + 1}, "mean")
         out["scalars_max"] = ud.reduce_scalars({"a": float(rank), "b": -float(rank)}, "max")
         out["gather"] = ud.all_gather_tensor(torch.tensor([rank, rank * rank]))
@@ -70,7 +72,7 @@ def test_collectives_match_single_process_reference(world_size: int) -> None:
     results = run_distributed(_collectives_body, world_size, args=(with_td,))
     inputs = torch.stack([rank_tensor(r) for r in range(world_size)])
     ranks = torch.arange(world_size, dtype=torch.float64)
-    for res in results:
+    for rank, res in enumerate(results):
         assert torch.equal(res["sum"], inputs.sum(0))
         assert torch.allclose(res["mean"], inputs.mean(0), rtol=0, atol=1e-6)
         assert torch.equal(res["max"], inputs.max(0).values)
@@ -81,6 +83,7 @@ def test_collectives_match_single_process_reference(world_size: int) -> None:
         assert res["int_sum"].dtype == torch.int64
         assert res["bool_max"].tolist() == [True, False] and res["bool_max"].dtype == torch.bool
         assert res["reducer"].tolist() == [float(total), float(world_size)]
+        assert res["reducer_slot"] == (rank, world_size)
         assert res["scalars"] == pytest.approx(
             {"loss": 0.5 * ranks.mean().item(), "n": ranks.mean().item() + 1}, abs=1e-12
         )

@@ -168,3 +168,105 @@ def test_bucketing_splits_collectives_but_not_results() -> None:
         assert small["grads"][4].dtype == torch.float64
         assert small["grads"][4].tolist() == [0.5, 1.5, 2.5]
         assert small["extra"].tolist() == [5.0] == big["extra"].tolist()
+
+
+class ThreeParts(torch.nn.Module):
+    """A trunk and two heads; head `b` is left out of the loss on some steps (see `uses_b`)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        torch.manual_seed(3)
+        self.trunk = torch.nn.Linear(5, 8)
+        self.a = torch.nn.Linear(8, 2)
+        self.b = torch.nn.Linear(8, 2)
+
+    def forward(self, x: torch.Tensor, use_b: bool) -> torch.Tensor:
+        h = torch.tanh(self.trunk(x))
+        return self.a(h) + self.b(h) if use_b else self.a(h)
+
+
+def uses_b(rank: int, step: int) -> bool:
+    """Head b: used by every rank, by no rank (globally unused), or by rank 0 only."""
+    return (step % 3 == 0) or (step % 3 == 2 and rank == 0)
+
+
+def _unused_body(rank: int, world_size: int) -> dict:
+    from torch.nn.parallel import DistributedDataParallel as DDP
+
+    ddp = DDP(ThreeParts(), find_unused_parameters=True)
+    runs = {"ddp": (ddp, ddp.module, None)}
+    for mode in ("none", "zeros"):
+        net = ThreeParts()
+        runs[mode] = (net, net, ud.GradAllReduce(unused_grads=mode))
+    opts = {
+        k: torch.optim.AdamW(m.parameters(), lr=1e-2, weight_decay=0.5)
+        for k, (_, m, _) in runs.items()
+    }
+    b_grads = []
+    ud.accounting.reset()
+    for step in range(6):
+        x, y = rank_batch(rank, step)
+        for key, (model, module, sync) in runs.items():
+            opts[key].zero_grad(set_to_none=True)
+            torch.nn.functional.mse_loss(model(x, uses_b(rank, step)), y).backward()
+            if sync is not None:
+                with ud.accounting.phase(key):
+                    sync(list(module.parameters()))
+            if key == "none":
+                b_grads.append(module.b.weight.grad is not None)
+            opts[key].step()
+    return {
+        "params": {
+            k: [p.detach().clone() for p in m.parameters()] for k, (_, m, _) in runs.items()
+        },
+        "b_grads": b_grads,
+        "acc": ud.accounting.snapshot(),
+        "sparse": _sparse_body(rank, world_size),  # same workers: saves a spawn
+    }
+
+
+def _sparse_body(rank: int, world_size: int) -> str:
+    emb = torch.nn.Embedding(10, 3, sparse=True)
+    lin = torch.nn.Linear(3, 1)
+    lin(emb(torch.tensor([rank, 4]))).sum().backward()
+    try:
+        ud.GradAllReduce()([*lin.parameters(), emb.weight])
+    except TypeError as e:
+        return str(e)
+    return "no error"
+
+
+@pytest.fixture(scope="module")
+def unused_results() -> list[dict]:
+    return run_distributed(_unused_body, 2)
+
+
+def test_unused_grads_none_matches_ddp_with_find_unused_parameters(
+    unused_results: list[dict],
+) -> None:
+    for res in unused_results:
+        assert res["b_grads"] == [True, False, True] * 2  # None only where no rank used b
+        for ours, ddp in zip(res["params"]["none"], res["params"]["ddp"], strict=True):
+            assert torch.allclose(ours, ddp, rtol=0, atol=1e-6)
+        # zeros instead of None: AdamW decays head b and its moments move it on unused steps
+        b_zeros, b_ddp = res["params"]["zeros"][4], res["params"]["ddp"][4]
+        assert (b_zeros - b_ddp).abs().max() > 1e-3
+        # the flags (one per parameter) ride in the gradients' collective
+        n_params = sum(p.numel() for p in res["params"]["ddp"])
+        assert res["acc"]["none"] == {"collectives": 6, "bytes": 6 * 4 * (n_params + 6)}
+        assert res["acc"]["zeros"] == {"collectives": 6, "bytes": 6 * 4 * n_params}
+    for p0, p1 in zip(
+        unused_results[0]["params"]["none"], unused_results[1]["params"]["none"], strict=True
+    ):
+        assert torch.equal(p0, p1)
+
+
+def test_sparse_grads_are_refused_naming_the_parameter(unused_results: list[dict]) -> None:
+    expected = "params[2] (shape (10, 3)) has a torch.sparse_coo grad"
+    for res in unused_results:
+        assert res["sparse"].startswith(expected)
+    # one process (no process group): the same error, before any step
+    emb = torch.nn.Embedding(10, 3, sparse=True)
+    emb(torch.tensor([1])).sum().backward()
+    with pytest.raises(TypeError, match=r"params\[0\] \(shape \(10, 3\)\) has a torch.sparse_coo"):
+        ud.GradAllReduce()([emb.weight])

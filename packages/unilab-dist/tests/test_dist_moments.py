@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 import torch
 
@@ -114,3 +116,28 @@ def test_moments_merge_and_replica_check_across_ranks(world_size: int) -> None:
         assert f"rank {last} differs" in res["errors"][1]
         assert "'optimizer[0].state[0].exp_avg'" in res["errors"][1]
         assert "rank 1 has a different structure than rank 0 (5 vs 7 tensors" in res["errors"][2]
+
+
+def _swap_body(rank: int, world_size: int) -> list[str]:
+    errors = []
+    for i, j in ((0, 1021), (5, 6), (3, 3 + 1021 * 7)):
+        net = torch.nn.Module()
+        net.register_buffer("table", torch.arange(8192, dtype=torch.float32))
+        if rank == 1:  # same values, two of them swapped
+            net.table[[i, j]] = net.table[[j, i]]
+        try:
+            ud.check_replicas([net])
+        except ud.ReplicaMismatchError as e:
+            errors.append(str(e))
+    return errors
+
+
+def test_replica_check_catches_swaps_and_names_the_checksum_that_differed() -> None:
+    results = run_distributed(_swap_body, 2)
+    for errors in results:
+        assert len(errors) == 3  # a period-1021 weight missed the first and last swap
+        for message in errors:
+            assert message.startswith("rank 1 differs from rank 0 in tensor '0.table'")
+            match = re.search(r"\(checksum position-weighted sum (\S+) vs (\S+)\)$", message)
+            assert match is not None, message
+            assert float(match[1]) != float(match[2])  # the two numbers that differ

@@ -119,6 +119,7 @@ def test_every_function_is_the_identity_without_a_process_group() -> None:
         out = ud.all_reduce(t, op)
         assert torch.equal(out, t) and out.data_ptr() != t.data_ptr()
     assert ud.sum_reducer()(t) is t
+    assert (ud.sum_reducer().rank, ud.sum_reducer().world_size) == (0, 1)
     assert ud.reduce_scalars({"a": 1.5, "b": torch.tensor(2)}) == {"a": 1.5, "b": 2.0}
     assert ud.broadcast_object({"level": 3}) == {"level": 3}
     assert torch.equal(ud.all_gather_tensor(t), t.unsqueeze(0))

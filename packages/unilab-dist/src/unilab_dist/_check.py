@@ -1,7 +1,9 @@
 """Replica-consistency check: are parameters (and optimizer state) the same on every rank?
 
 Each tensor is summarized by three float64 checksums (sum, sum of squares, a position-weighted
-sum that catches permutations). One all-gather of a structure fingerprint, then one all-gather
+sum that catches permutations: position i weighs 1 + (i * K mod 2^32) / 2^32 with K odd, so
+the weights lie in [1, 2) and no two positions below 2^32 share one; a swap of two different
+values always changes its exact value). One all-gather of a structure fingerprint, then one all-gather
 of the checksums; every rank compares all ranks against rank 0 and raises the same
 `ReplicaMismatchError`, so no rank is left waiting in a later collective.
 """
@@ -39,11 +41,23 @@ def _optimizer_tensors(
     return out
 
 
+_CHECKSUMS = ("sum", "sum of squares", "position-weighted sum")
+# odd (so i -> i*K mod 2^32 is a bijection), about 2^31 / golden ratio (neighbours far apart)
+_WEIGHT_MULTIPLIER = 1_327_217_885
+
+
+def _position_weights(numel: int, device: torch.device) -> torch.Tensor:
+    """float64 weights in [1, 2), pairwise distinct for the first 2^32 positions."""
+    i = torch.arange(numel, device=device, dtype=torch.int64) & 0xFFFFFFFF
+    hashed = (i * _WEIGHT_MULTIPLIER) & 0xFFFFFFFF  # i*K < 2^63: no int64 overflow
+    return 1.0 + hashed.to(torch.float64) / 2.0**32
+
+
 def _checksums(t: torch.Tensor, device: torch.device) -> torch.Tensor:
     x = t.detach().reshape(-1).to(device=device, dtype=torch.float64)
     if x.numel() == 0:
-        return torch.zeros(3, dtype=torch.float64, device=device)
-    w = (torch.arange(x.numel(), device=device, dtype=torch.float64) % 1021) + 1.0
+        return torch.zeros(len(_CHECKSUMS), dtype=torch.float64, device=device)
+    w = _position_weights(x.numel(), device)
     return torch.stack([x.sum(), (x * x).sum(), (x * w).sum()])
 
 
@@ -84,14 +98,15 @@ def check_replicas(
     ref = sums[0]
     problems = []
     for r in range(1, sums.shape[0]):
-        ok = torch.isclose(sums[r], ref, rtol=rtol, atol=atol, equal_nan=True).all(dim=1)
-        for i in (~ok).nonzero().flatten().tolist():
-            problems.append((r, named[i][0], sums[r, i, 0].item(), ref[i, 0].item()))
+        close = torch.isclose(sums[r], ref, rtol=rtol, atol=atol, equal_nan=True)
+        for i in (~close.all(dim=1)).nonzero().flatten().tolist():
+            k = int((~close[i]).nonzero()[0])  # the first checksum that differs
+            problems.append((r, named[i][0], k, sums[r, i, k].item(), ref[i, k].item()))
     if problems:
-        r, name, mine, theirs = problems[0]
+        r, name, k, mine, theirs = problems[0]
         more = f" (and {len(problems) - 1} more mismatches)" if len(problems) > 1 else ""
         raise ReplicaMismatchError(
             f"rank {r} differs from rank 0 in tensor {name!r} "
-            f"(checksum sum {mine!r} vs {theirs!r}){more}"
+            f"(checksum {_CHECKSUMS[k]} {mine!r} vs {theirs!r}){more}"
         )
     return len(named)

@@ -114,21 +114,40 @@ def all_reduce(
     return all_reduce_(out, op, group)
 
 
-def sum_reducer(
-    group: dist.ProcessGroup | None = None,
-) -> Callable[[torch.Tensor], torch.Tensor]:
+class SumReducer:
+    """The `reduce_sum` callable of `sum_reducer`: sums a tensor across the ranks of `group`.
+
+    `rank` and `world_size` (this rank's index in the group and the group's size; 0 and 1
+    without a process group, read at each access) let a caller give every rank its own slot
+    in the summed tensor, so the sum carries every rank's values apart (UniLab's observation
+    normalizers merge per-rank moments that way, exactly, in the same one collective).
+    """
+
+    def __init__(self, group: dist.ProcessGroup | None = None) -> None:
+        self.group = group
+
+    def __call__(self, tensor: torch.Tensor) -> torch.Tensor:
+        if not is_distributed(self.group):
+            return tensor
+        return all_reduce(tensor, "sum", self.group)
+
+    @property
+    def rank(self) -> int:
+        return dist.get_rank(self.group) if is_distributed(self.group) else 0
+
+    @property
+    def world_size(self) -> int:
+        return dist.get_world_size(self.group) if is_distributed(self.group) else 1
+
+
+def sum_reducer(group: dist.ProcessGroup | None = None) -> SumReducer:
     """A `reduce_sum` callable for learners and storages: sums a tensor across ranks.
 
     Returns a new tensor of the same shape/dtype. Without a process group (or at world size 1,
-    decided at call time) it returns its input unchanged.
+    decided at call time) it returns its input unchanged. The callable also has `rank` and
+    `world_size` attributes (see `SumReducer`).
     """
-
-    def reduce_sum(tensor: torch.Tensor) -> torch.Tensor:
-        if not is_distributed(group):
-            return tensor
-        return all_reduce(tensor, "sum", group)
-
-    return reduce_sum
+    return SumReducer(group)
 
 
 def reduce_scalars(

@@ -11,7 +11,32 @@ from torch import nn
 __all__ = ["EmpiricalNormalizer", "ReduceSum", "update_normalizers"]
 
 ReduceSum = Callable[[torch.Tensor], torch.Tensor]
-"""Sums a tensor across ranks and returns it (same shape and dtype); `None` means one process."""
+"""Sums a tensor across ranks and returns it (same shape and dtype); `None` means one process.
+
+It may also have int attributes `rank` and `world_size` (`unilab_dist.sum_reducer()`'s does):
+then the "exact" normalizers give every rank its own slot in the summed vector, which makes
+their cross-rank merge exact at any conditioning (see `EmpiricalNormalizer`).
+"""
+
+
+def _rank_slot(reduce_sum: ReduceSum | None) -> tuple[int, int]:
+    """(this rank's slot, number of slots) of `reduce_sum`: its `rank`/`world_size`, or (0, 1)."""
+    rank = getattr(reduce_sum, "rank", None)
+    world = getattr(reduce_sum, "world_size", None)
+    if rank is None or world is None:
+        return 0, 1
+    if not 0 <= rank < world:
+        raise ValueError(f"reduce_sum has rank {rank!r} outside [0, world_size={world!r})")
+    return int(rank), int(world)
+
+
+def _batch_offset(s1: torch.Tensor, n: torch.Tensor) -> torch.Tensor:
+    """Mean minus the shift, `s1 / n` (0 where n == 0); `n` broadcasts against `s1`.
+
+    Computed by this one function on the rank and after the sum, so that a slot holding one
+    rank's moments gives back bitwise the same offset (its spread term then cancels exactly).
+    """
+    return s1 / n.clamp(min=1.0)
 
 
 class EmpiricalNormalizer(nn.Module):
@@ -22,14 +47,20 @@ class EmpiricalNormalizer(nn.Module):
 
     Two arithmetic modes:
 
-    - `"exact"` (default): the batch moments are taken around the current running mean in
-      float64 (`n`, `S1 = sum(x - mean)`, `S2 = sum((x - mean)^2)`), made global with ONE call of
-      `reduce_sum` on the packed float64 vector `[n, S1, S2]` when `reduce_sum` is given, and
-      merged in float64:
-      `mean' = mean + S1 / n'`, `var' = (count * var + S2 - S1^2 / n') / n'`, `n' = count + n`.
-      This is exact for unequal per-rank batch sizes, and every rank holds bit-identical
-      statistics (all ranks start identical because the runner broadcasts buffers). Buffers
-      `mean`, `var`, `std` are float64; `forward` casts them to the input dtype.
+    - `"exact"` (default): float64 buffers `mean`, `var`, `std` (`forward` casts them to the
+      input dtype), merged with Chan's parallel formula as `unilab_dist.RunningMoments` does
+      (written out here: unilab_algos does not import unilab_dist). Each rank packs
+      `[n, S1, M2, T2]`: `S1 = sum(x - c)` around the running mean `c` (the same on all
+      ranks), `M2 = sum((x - m)^2)` around its own batch mean `m`, `T2 = S1 * (S1 / n)`. With
+      `reduce_sum`, ONE call sums the packs; if `reduce_sum` has `rank` and `world_size`
+      (`unilab_dist.sum_reducer()`'s has), each rank's pack has a slot of its own
+      (`world_size * (1 + 3D)` values) and the spread between the ranks' batch means is taken
+      around the global batch mean after the sum. The statistics then equal those of all
+      ranks' batches concatenated (to float64 rounding) for any per-rank batch sizes and any
+      |mean| / std, bit for bit the same on every rank (ranks start identical: the runner
+      broadcasts buffers); locally (`reduce_sum=None`) too. A `reduce_sum` without `rank`
+      sums all packs into one slot, whose spread `T2 - S1^2 / n` loses digits where
+      |batch mean - c| >> std (the first update of a feature far from 0).
     - `"rsl_rl"`: reproduces `rsl_rl.modules.EmpiricalNormalization` (5.4.2) bit for bit:
       float32 buffers and its batched update
       `mean += r*(mu_b - mean)`, `var += r*(var_b - var + (mu_b - mean_old)*(mu_b - mean_new))`,
@@ -131,27 +162,53 @@ class EmpiricalNormalizer(nn.Module):
         self.var += rate * (var_x - self.var + delta_mean * (mean_x - self.mean))
         self.std.copy_(torch.sqrt(self.var))
 
+    def _pack_numel(self) -> int:
+        """Length of `_moments`' packed vector: one `[n, S1, M2, T2]` per rank slot."""
+        return _rank_slot(self.reduce_sum)[1] * (1 + 3 * self.mean.numel())
+
     def _moments(self, x: torch.Tensor) -> torch.Tensor:
-        """This rank's packed float64 `[n, S1, S2]` around the current mean ("exact" mode)."""
-        d = x.to(torch.float64) - self.mean
-        n_local = torch.full((1,), float(x.shape[0]), dtype=torch.float64, device=d.device)
-        return torch.cat([n_local, d.sum(0).flatten(), (d * d).sum(0).flatten()])
+        """This rank's packed float64 moments ("exact" mode), in its slot (see the class)."""
+        k = self.mean.numel()
+        d = x.to(torch.float64).reshape(x.shape[0], k) - self.mean.reshape(k)
+        n = torch.full((1,), float(x.shape[0]), dtype=torch.float64, device=d.device)
+        s1 = d.sum(0)
+        offset = _batch_offset(s1, n)
+        m2 = ((d - offset) ** 2).sum(0)
+        pack = torch.cat([n, s1, m2, s1 * offset])
+        rank, slots = _rank_slot(self.reduce_sum)
+        if slots == 1:
+            return pack
+        packed = pack.new_zeros(slots, pack.numel())
+        packed[rank] = pack
+        return packed.reshape(-1)
 
     def _merge(self, packed: torch.Tensor) -> None:
         """Merge packed moments (already summed over ranks when global) into the statistics."""
         k = self.mean.numel()
-        n = packed[0]
-        s1 = packed[1 : 1 + k].view(self.shape)
-        s2 = packed[1 + k :].view(self.shape)
+        rows = packed.view(-1, 1 + 3 * k)
+        n, s1, m2, t2 = (
+            rows[:, :1],
+            rows[:, 1 : 1 + k],
+            rows[:, 1 + k : 1 + 2 * k],
+            rows[:, 1 + 2 * k :],
+        )
+        offset = _batch_offset(s1, n)  # each slot's batch mean - c
+        shared = (t2 - s1 * offset).clamp(min=0.0)  # spread of ranks that share a slot; 0 for one
+        n_batch = n.sum()
+        batch = _batch_offset(s1.sum(0), n_batch)  # the global batch mean - c
+        spread = (n * (offset - batch) ** 2).sum(0)  # between the slots, around the batch mean
+        m2_batch = (m2 + shared).sum(0) + spread
+        # Chan: the running statistics (mean c, count, var) and the batch (n_batch, c + batch)
         old_count = self.count.to(torch.float64)
+        total = (old_count + n_batch).clamp(min=1.0)
+        frac = n_batch / total
+        m2_new = old_count * self.var.reshape(k) + m2_batch + batch * batch * old_count * frac
         # No host sync: an empty global batch (n == 0) leaves the statistics unchanged.
-        total = (old_count + n).clamp(min=1.0)
-        nonempty = n > 0
-        new_var = ((old_count * self.var + s2 - s1 * s1 / total) / total).clamp(min=0.0)
-        self.var.copy_(torch.where(nonempty, new_var, self.var))
-        self.mean.add_(s1 / total)  # s1 == 0 when n == 0
+        new_var = (m2_new / total).clamp(min=0.0).view(self.shape)
+        self.var.copy_(torch.where(n_batch > 0, new_var, self.var))
+        self.mean.add_((batch * frac).view(self.shape))  # batch == 0 when n == 0
         self.std.copy_(torch.sqrt(self.var))
-        self.count.add_(n.to(torch.long))
+        self.count.add_(n_batch.to(torch.long))
 
     def detached_copy(self) -> EmpiricalNormalizer:
         """A copy with the same statistics, no `reduce_sum`, in eval mode (for export/teachers)."""

@@ -165,7 +165,7 @@ class CapturedRollout:
         ppo = self.ppo
         offset = 0
         for norm, _groups in self._global:
-            size = 1 + 2 * norm.mean.numel()
+            size = norm._pack_numel()
             norm._merge(self.total_in[offset : offset + size])
             offset += size
         rewards = self.step_in["reward"].clone()
