@@ -109,7 +109,7 @@ class Replay:
     def contact_obs(self, sensordata: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """MJLab's foot_contact and foot_contact_forces from MJLab-layout sensordata."""
         found, force = [], []
-        for g in self.task.config.foot_geoms:
+        for g in self.task.config.foot_contacts:
             a, _, _ = self.sensors[f"feet_ground_contact_{g}_found"]
             found.append(sensordata[:, a] > 0)
             a, _, _ = self.sensors[f"feet_ground_contact_{g}_force"]
