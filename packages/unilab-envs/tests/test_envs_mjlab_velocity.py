@@ -369,3 +369,26 @@ def test_g1_training_defaults_are_mjlabs():
     assert g1.algo == go1.algo
     assert g1.env.num_envs == 4096 and g1.runner.num_steps_per_env == 24
     assert g1.runner.save_interval == 50
+
+
+def test_g1_self_collision_history_rolls_per_substep_and_clears_at_reset():
+    import warp as wp
+
+    env = _make_g1(seed=2)
+    env.reset()
+    task, ctx = env.task, env.ctx
+    adr = task._p.self_force_adr
+    assert adr >= 0
+    forces = [3.0, 12.0, 0.0, 40.0, 11.0]  # |force| of 5 substeps, along z
+    for f in forces:
+        sd = ctx.data.sensordata.numpy()
+        sd[:, adr : adr + 3] = (0.0, 0.0, f)
+        ctx.data.sensordata.assign(sd)
+        task.post_substep(ctx)
+    want = np.tile(np.asarray(forces[::-1][:4], np.float32), (N, 1))  # newest first
+    np.testing.assert_array_equal(task.self_collision_force.numpy(), want)
+    mask = wp.array([True, False, True, False], dtype=wp.bool, device=ctx.device)
+    task.reset_worlds(ctx, mask)
+    history = task.self_collision_force.numpy()
+    np.testing.assert_array_equal(history[[0, 2]], 0.0)
+    np.testing.assert_array_equal(history[[1, 3]], want[[1, 3]])
