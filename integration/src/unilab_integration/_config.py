@@ -218,6 +218,29 @@ _SMALL_SAC = {
     "algo.v_min": -10.0,
     "algo.v_max": 600.0,
 }
+# MJLab 1.6.0's RSL-RL PPO settings of its velocity tasks (rl_cfg.py of go1 and g1: the same).
+_MJLAB_PPO = {
+    "algo.actor.hidden": [512, 256, 128],
+    "algo.critic.hidden": [512, 256, 128],
+    "algo.actor.activation": "elu",
+    "algo.critic.activation": "elu",
+    "algo.actor.normalize_obs": True,
+    "algo.critic.normalize_obs": True,
+    "algo.policy.init_std": 1.0,
+    "algo.policy.std_param": "std",
+    "algo.value_loss_coef": 1.0,
+    "algo.use_clipped_value_loss": True,
+    "algo.clip_param": 0.2,
+    "algo.entropy_coef": 0.01,
+    "algo.num_epochs": 5,
+    "algo.num_mini_batches": 4,
+    "algo.learning_rate": 1e-3,
+    "algo.schedule": "adaptive",
+    "algo.gamma": 0.99,
+    "algo.lam": 0.95,
+    "algo.desired_kl": 0.01,
+    "algo.max_grad_norm": 1.0,
+}
 TASK_DEFAULTS: dict[str, dict[str, dict[str, Any]]] = {
     "cartpole-balance": {
         "*": {"env.num_envs": 64, "runner.num_steps_per_env": 32, "runner.save_interval": 20},
@@ -241,28 +264,18 @@ TASK_DEFAULTS: dict[str, dict[str, dict[str, Any]]] = {
             "runner.iterations": 10_000,
             "runner.save_interval": 50,
         },
-        "ppo": {
-            "algo.actor.hidden": [512, 256, 128],
-            "algo.critic.hidden": [512, 256, 128],
-            "algo.actor.activation": "elu",
-            "algo.critic.activation": "elu",
-            "algo.actor.normalize_obs": True,
-            "algo.critic.normalize_obs": True,
-            "algo.policy.init_std": 1.0,
-            "algo.policy.std_param": "std",
-            "algo.value_loss_coef": 1.0,
-            "algo.use_clipped_value_loss": True,
-            "algo.clip_param": 0.2,
-            "algo.entropy_coef": 0.01,
-            "algo.num_epochs": 5,
-            "algo.num_mini_batches": 4,
-            "algo.learning_rate": 1e-3,
-            "algo.schedule": "adaptive",
-            "algo.gamma": 0.99,
-            "algo.lam": 0.95,
-            "algo.desired_kl": 0.01,
-            "algo.max_grad_norm": 1.0,
+        "ppo": _MJLAB_PPO,
+    },
+    # MJLab 1.6.0 tasks/velocity/config/g1/rl_cfg.py (unitree_g1_ppo_runner_cfg): Go1's
+    # except 30k iterations.
+    "g1-velocity-flat": {
+        "*": {
+            "env.num_envs": 4096,
+            "runner.num_steps_per_env": 24,
+            "runner.iterations": 30_000,
+            "runner.save_interval": 50,
         },
+        "ppo": _MJLAB_PPO,
     },
 }
 

@@ -1,14 +1,16 @@
-"""Term-by-term parity of `go1-velocity-flat` with MJLab 1.6.0's own recording.
+"""Term-by-term parity of `go1-velocity-flat` and `g1-velocity-flat` with MJLab 1.6.0's own
+recordings.
 
 The fixtures (tests/data/mjlab/<name>.{npz,json}, tools/parity/README.md) hold, per step of
-MJLab's `Mjlab-Velocity-Flat-Unitree-Go1` under a random policy, the state each MJLab term
+MJLab's `Mjlab-Velocity-Flat-Unitree-{Go1,G1}` under a random policy, the state each MJLab term
 reads and every term's value. For each recorded step the UniLab task gets that state through
 `MjlabVelocityTask.load_state` and computes its rewards, termination and observations, which
 must equal MJLab's to float tolerance:
 
 - reward time (`mid`): MJWarp `forward` of the state before the last physics substep gives
   the derived fields MJLab's rewards saw (one substep stale), then qpos/qvel after the
-  substep, the action history, command, contact timers, foot heights and swing peaks;
+  substep, the action history, command, contact timers, foot heights, swing peaks and (G1)
+  the self-collision force history;
 - observation time (`post`): the state after the step's resets and `forward`, the action,
   command, air times and encoder bias.
 
@@ -109,7 +111,7 @@ class Replay:
     def contact_obs(self, sensordata: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """MJLab's foot_contact and foot_contact_forces from MJLab-layout sensordata."""
         found, force = [], []
-        for g in self.task.config.foot_geoms:
+        for g in self.task.config.foot_contacts:
             a, _, _ = self.sensors[f"feet_ground_contact_{g}_found"]
             found.append(sensordata[:, a] > 0)
             a, _, _ = self.sensors[f"feet_ground_contact_{g}_force"]
@@ -133,9 +135,14 @@ class Replay:
         )
         mjw.forward(ctx.model, ctx.data)  # the derived fields MJLab's rewards read
         sensor = "mid/sensor/feet_ground_contact/"
+        state = {}
+        if task.config.self_collision_subtree is not None:
+            history = fx["mid/sensor/self_collision/force_history"][t]  # (N, 1, H, 3)
+            state["self_collision_force"] = np.linalg.norm(history[:, 0], axis=-1)
         task.load_state(
             ctx,
             {
+                **state,
                 "qpos": fx["mid/data/qpos"][t],
                 "qvel": fx["mid/data/qvel"][t],
                 "action": fx["mid/action/action"][t],
@@ -214,6 +221,11 @@ class Errors:
 @pytest.fixture(scope="module")
 def go1():
     return Replay("go1-velocity-flat", "go1_flat", "go1")
+
+
+@pytest.fixture(scope="module")
+def g1():
+    return Replay("g1-velocity-flat", "g1_flat", "g1")
 
 
 def check_model(replay: Replay) -> None:
@@ -311,3 +323,40 @@ def test_load_state_rejects_unknown_names_and_shapes(go1):
         go1.task.load_state(go1.ctx, {"qpos_b": np.zeros((go1.n, 19))})
     with pytest.raises(ValueError, match="'command': shape"):
         go1.task.load_state(go1.ctx, {"command": np.zeros((go1.n, 2))})
+
+
+def test_g1_model_constants_match_mjlab(g1):
+    check_model(g1)
+
+
+def test_g1_rewards_and_terminations_match_mjlab(g1):
+    check_rewards(g1)
+
+
+def test_g1_observations_match_mjlab(g1):
+    check_observations(g1)
+
+
+def test_g1_self_collision_sensor_matches_mjlab(g1):
+    # The rewards read a recorded history (loaded like the contact timers); this checks the
+    # sensor that fills it: our self-collision |force| after the last substep's forward
+    # against the newest entry of MJLab's history at reward time.
+    import mujoco_warp as mjw
+
+    fx, task, ctx = g1.fx, g1.task, g1.ctx
+    err = Errors("g1-velocity-flat self-collision sensor")
+    _, adr, _ = g1.sensors["self_collision_pelvis_force"]
+    for t in range(fx.num_steps):
+        task.load_state(
+            ctx,
+            {
+                "qpos": fx["substep_last/qpos"][t],
+                "qvel": fx["substep_last/qvel"][t],
+                "ctrl": g1.ctrl(fx["substep_last/ctrl"][t]),
+            },
+        )
+        mjw.forward(ctx.model, ctx.data)
+        ours = np.linalg.norm(ctx.data.sensordata.numpy()[:, adr : adr + 3], axis=-1)
+        mjlab = np.linalg.norm(fx["mid/sensor/self_collision/force_history"][t][:, 0, 0], axis=-1)
+        err.check("|force| newest substep", t, ours, mjlab, 1e-2 * max(1.0, mjlab.max()))
+    err.assert_ok()

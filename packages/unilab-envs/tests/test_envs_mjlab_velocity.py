@@ -255,3 +255,140 @@ def test_check_vec_env_and_state_dict_round_trip():
         x, y = env.step(a), other.step(a)
         for key in x.keys(include_nested=True, leaves_only=True):
             assert torch.equal(x[key], y[key]), (t, key)
+
+
+# ----------------------------------------------------------------------------- G1
+# g1-velocity-flat (MJLab's Mjlab-Velocity-Flat-Unitree-G1) is configuration on the same
+# task; its term-by-term parity is in test_envs_mjlab_parity.py.
+
+
+def _make_g1(**overrides):
+    import unilab_envs
+
+    mjlab_robot("g1")  # skip (or fail) with the reason when no g1.xml is found
+    return unilab_envs.make("g1-velocity-flat", num_envs=N, **overrides)
+
+
+def test_g1_layout_terms_and_startup_friction():
+    env = _make_g1(seed=3)
+    env.reset()
+    task = env.task
+    assert env.action_dim == 29
+    assert task.spec.observation_dims == {"policy": 99, "critic": 111}
+    # MJLab's order, zero-weight air_time skipped
+    assert task.spec.log_terms == (
+        "track_linear_velocity",
+        "track_angular_velocity",
+        "upright",
+        "pose",
+        "body_ang_vel",
+        "angular_momentum",
+        "dof_pos_limits",
+        "action_rate_l2",
+        "foot_clearance",
+        "foot_swing_height",
+        "foot_slip",
+        "soft_landing",
+        "self_collisions",
+    )
+    c, joints = task.config, task.robot.joint_names
+    walk = dict(zip(joints, c.pose_std_walking, strict=True))
+    run = dict(zip(joints, c.pose_std_running, strict=True))
+    assert (walk["left_knee_joint"], walk["waist_roll_joint"], walk["right_wrist_yaw_joint"]) == (
+        0.35,
+        0.08,
+        0.3,
+    )
+    assert (run["right_hip_pitch_joint"], run["left_ankle_roll_joint"]) == (0.5, 0.15)
+    assert set(c.pose_std_standing) == {0.05}
+    # foot friction: slide axis drawn in [0.3, 1.2], one value shared by the 14 foot geoms per
+    # world; spin and roll keep the MJCF's values
+    import mujoco
+
+    ids = [mujoco.mj_name2id(env.mjm, mujoco.mjtObj.mjOBJ_GEOM, g) for g in c.friction_geoms]
+    assert len(ids) == 14 and min(ids) >= 0
+    fr = env.ctx.model.geom_friction.numpy()[:, ids]
+    assert np.all((fr[..., 0] >= 0.3) & (fr[..., 0] <= 1.2)) and np.ptp(fr[:, 0, 0]) > 0
+    np.testing.assert_array_equal(fr[..., 0], np.repeat(fr[:, :1, 0], 14, axis=1))
+    np.testing.assert_array_equal(
+        fr[..., 1:],
+        np.broadcast_to(env.mjm.geom_friction[ids, 1:].astype(np.float32), fr[..., 1:].shape),
+    )
+    assert task.self_collision_force.shape == (N, 4)
+
+
+def test_g1_random_steps_no_nan():
+    env = _make_g1(seed=1)
+    env.reset()
+    gen = torch.Generator().manual_seed(0)
+    hits = 0.0
+    for _ in range(100):
+        td = env.step(torch.rand(N, 29, generator=gen) * 2 - 1)
+        for key in (("obs", "policy"), ("obs", "critic"), "reward"):
+            assert torch.isfinite(td[key]).all(), key
+        history = env.task.self_collision_force.numpy()
+        assert np.all(np.isfinite(history)) and np.all(history >= 0)
+        hits += float((history > 10.0).sum())
+    assert hits > 0  # a random G1 hits itself: the history is filled
+
+
+def test_g1_check_vec_env_and_state_dict_round_trip():
+    import io
+
+    from unilab_envs.testing import check_vec_env
+
+    def make():
+        return _make_g1(seed=5, episode_length_s=0.2)
+
+    env = make()
+    counts = check_vec_env(env, steps=25, make_env=make)  # includes a state_dict round trip
+    assert counts["truncated"] > 0
+    buf = io.BytesIO()
+    torch.save(env.state_dict(), buf)
+    other = make()
+    other.reset()
+    buf.seek(0)
+    other.load_state_dict(torch.load(buf))
+    gen = torch.Generator().manual_seed(1)
+    for t in range(12):
+        a = torch.randn(N, 29, generator=gen)
+        x, y = env.step(a), other.step(a)
+        for key in x.keys(include_nested=True, leaves_only=True):
+            assert torch.equal(x[key], y[key]), (t, key)
+        np.testing.assert_array_equal(
+            env.task.self_collision_force.numpy(), other.task.self_collision_force.numpy()
+        )
+
+
+def test_g1_training_defaults_are_mjlabs():
+    from unilab_integration._config import make_config
+
+    g1, go1 = make_config("g1-velocity-flat", "ppo"), make_config("go1-velocity-flat", "ppo")
+    # unitree_g1_ppo_runner_cfg: unitree_go1_ppo_runner_cfg's values, 30k iterations
+    assert g1.runner.iterations == 30_000 and go1.runner.iterations == 10_000
+    assert g1.algo == go1.algo
+    assert g1.env.num_envs == 4096 and g1.runner.num_steps_per_env == 24
+    assert g1.runner.save_interval == 50
+
+
+def test_g1_self_collision_history_rolls_per_substep_and_clears_at_reset():
+    import warp as wp
+
+    env = _make_g1(seed=2)
+    env.reset()
+    task, ctx = env.task, env.ctx
+    adr = task._p.self_force_adr
+    assert adr >= 0
+    forces = [3.0, 12.0, 0.0, 40.0, 11.0]  # |force| of 5 substeps, along z
+    for f in forces:
+        sd = ctx.data.sensordata.numpy()
+        sd[:, adr : adr + 3] = (0.0, 0.0, f)
+        ctx.data.sensordata.assign(sd)
+        task.post_substep(ctx)
+    want = np.tile(np.asarray(forces[::-1][:4], np.float32), (N, 1))  # newest first
+    np.testing.assert_array_equal(task.self_collision_force.numpy(), want)
+    mask = wp.array([True, False, True, False], dtype=wp.bool, device=ctx.device)
+    task.reset_worlds(ctx, mask)
+    history = task.self_collision_force.numpy()
+    np.testing.assert_array_equal(history[[0, 2]], 0.0)
+    np.testing.assert_array_equal(history[[1, 3]], want[[1, 3]])

@@ -14,6 +14,7 @@ BUILTIN_TASKS: dict[str, str] = {
     "quadruped-velocity": "unilab_envs.tasks.velocity:make_quadruped_velocity",
     "humanoid-velocity": "unilab_envs.tasks.velocity:make_humanoid_velocity",
     "go1-velocity-flat": "unilab_envs.tasks.mjlab_velocity:make_go1_velocity_flat",
+    "g1-velocity-flat": "unilab_envs.tasks.mjlab_velocity:make_g1_velocity_flat",
 }
 
 __all__ = ["BUILTIN_TASKS"]

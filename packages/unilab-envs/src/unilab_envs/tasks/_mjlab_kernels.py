@@ -24,22 +24,28 @@ STREAM_PUSH = 112
 STREAM_OBS_NOISE = 113
 STREAM_STARTUP = 114
 
-# Reward terms with a non-zero weight for Go1 flat (MJLab skips zero-weight terms), in
-# MJLab's order; rows of `log`.
-LOG_TERMS = (
+# MJLab's reward terms of the velocity tasks, in its order (velocity_env_cfg.py, then the
+# robot's additions; `air_time` has weight 0 for both robots and is not implemented). A task
+# logs the terms with a non-zero weight (MJLab skips zero-weight terms), in this order:
+# `Params.log_row[i]` is term i's row of `log`, or -1.
+TERMS = (
     "track_linear_velocity",
     "track_angular_velocity",
     "upright",
     "pose",
+    "body_ang_vel",
+    "angular_momentum",
     "dof_pos_limits",
     "action_rate_l2",
     "foot_clearance",
     "foot_swing_height",
     "foot_slip",
     "soft_landing",
+    "self_collisions",
 )
-NUM_TERMS = 10
+NUM_TERMS = len(TERMS)
 vec_terms = wp.types.vector(NUM_TERMS, float)
+vec_rows = wp.types.vector(NUM_TERMS, wp.int32)
 
 FLAG_HEADING = 1
 FLAG_STANDING = 2
@@ -53,10 +59,13 @@ class Params:
     qb: int
     vb: int
     root: int  # body id of the base
+    upright_body: int  # body whose tilt `upright` rewards
+    ang_vel_body: int  # body whose world-frame roll/pitch rate `body_ang_vel` penalizes
     step_dt: float
     physics_dt: float
     # rewards (weights; MJLab multiplies each weighted term by step_dt)
     w: vec_terms
+    log_row: vec_rows
     inv_var_lin: float
     inv_var_ang: float
     inv_var_upright: float
@@ -99,9 +108,13 @@ class Params:
     noise_gravity: float
     noise_joint_pos: float
     noise_joint_vel: float
-    # sensordata addresses of the IMU
+    # sensordata addresses of the IMU, the root subtree angular momentum (-1: none) and
+    # the self-collision contact force (-1: none)
     imu_gyro: int
     imu_vel: int
+    angmom_adr: int
+    self_force_adr: int
+    self_force_threshold: float  # N
 
 
 @wp.func
@@ -149,14 +162,16 @@ def apply_action(
 
 
 @wp.kernel
-def track_air_time(
+def track_contacts(
     p: Params,
     sensordata: wp.array2d(dtype=float),
     found_adr: wp.array(dtype=wp.int32),
     air: wp.array2d(dtype=float),
     contact: wp.array2d(dtype=float),
+    self_force: wp.array2d(dtype=float),
 ):
-    # ContactSensor._update_air_time_tracking, once per physics substep.
+    # Once per physics substep: ContactSensor._update_air_time_tracking of the feet, and the
+    # self-collision sensor's force history (`_update_history`, newest first; kept as |f|).
     w = wp.tid()
     for f in range(p.nfoot):
         if sensordata[w, found_adr[f]] > 0.0:
@@ -165,6 +180,13 @@ def track_air_time(
         else:
             air[w, f] = air[w, f] + p.physics_dt
             contact[w, f] = 0.0
+    nh = self_force.shape[1]
+    if p.self_force_adr >= 0 and nh > 0:
+        for i in range(nh - 1):
+            self_force[w, nh - 1 - i] = self_force[w, nh - 2 - i]
+        a = p.self_force_adr
+        fv = wp.vec3(sensordata[w, a], sensordata[w, a + 1], sensordata[w, a + 2])
+        self_force[w, 0] = wp.length(fv)
 
 
 @wp.kernel
@@ -198,6 +220,7 @@ def evaluate(
     force_adr: wp.array(dtype=wp.int32),
     contact_time: wp.array2d(dtype=float),
     foot_height: wp.array2d(dtype=float),
+    self_force: wp.array2d(dtype=float),
     peak: wp.array2d(dtype=float),
     reward: wp.array(dtype=float),
     terminated: wp.array(dtype=wp.bool),
@@ -218,7 +241,8 @@ def evaluate(
     t[0] = wp.exp(-lin_err * p.inv_var_lin)
     ang_err = (c[2] - om[2]) * (c[2] - om[2]) + om[0] * om[0] + om[1] * om[1]
     t[1] = wp.exp(-ang_err * p.inv_var_ang)
-    t[2] = wp.exp(-(g[0] * g[0] + g[1] * g[1]) * p.inv_var_upright)
+    gu = wp.transpose(xmat[w, p.upright_body]) @ wp.vec3(0.0, 0.0, -1.0)
+    t[2] = wp.exp(-(gu[0] * gu[0] + gu[1] * gu[1]) * p.inv_var_upright)
 
     posture = float(0.0)  # noqa: UP018 (warp: mutable loop variable)
     limits = float(0.0)  # noqa: UP018
@@ -236,8 +260,14 @@ def evaluate(
         da = action[w, j] - last_action[w, j]
         rate += da * da
     t[3] = wp.exp(-posture / float(p.nj))
-    t[4] = limits
-    t[5] = rate
+    wb = wp.spatial_top(cvel[w, p.ang_vel_body])  # world frame
+    t[4] = wb[0] * wb[0] + wb[1] * wb[1]
+    if p.angmom_adr >= 0:
+        a = p.angmom_adr
+        lv = wp.vec3(sensordata[w, a], sensordata[w, a + 1], sensordata[w, a + 2])
+        t[5] = wp.dot(lv, lv)
+    t[6] = limits
+    t[7] = rate
 
     clearance = float(0.0)  # noqa: UP018
     swing = float(0.0)  # noqa: UP018
@@ -263,18 +293,25 @@ def evaluate(
             peak[w, f] = 0.0
         if found:
             slip += vxy2
-    t[6] = wp.where(speed > p.clearance_cmd_threshold, clearance, 0.0)
-    t[7] = wp.where(speed > p.swing_cmd_threshold, swing, 0.0)
-    t[8] = wp.where(speed > p.slip_cmd_threshold, slip, 0.0)
-    t[9] = wp.where(speed > p.landing_cmd_threshold, landing, 0.0)
+    t[8] = wp.where(speed > p.clearance_cmd_threshold, clearance, 0.0)
+    t[9] = wp.where(speed > p.swing_cmd_threshold, swing, 0.0)
+    t[10] = wp.where(speed > p.slip_cmd_threshold, slip, 0.0)
+    t[11] = wp.where(speed > p.landing_cmd_threshold, landing, 0.0)
+    hits = float(0.0)  # noqa: UP018
+    for i in range(self_force.shape[1]):
+        if self_force[w, i] > p.self_force_threshold:
+            hits += 1.0
+    t[12] = hits  # self_collision_cost: substeps of the history with a force above threshold
 
     total = float(0.0)  # noqa: UP018
     for i in range(NUM_TERMS):
-        x = p.w[i] * t[i] * p.step_dt
-        if not wp.isfinite(x):  # MJLab: nan_to_num per weighted term
-            x = 0.0
-        log[i, w] = x
-        total += x
+        row = p.log_row[i]
+        if row >= 0:
+            x = p.w[i] * t[i] * p.step_dt
+            if not wp.isfinite(x):  # MJLab: nan_to_num per weighted term
+                x = 0.0
+            log[row, w] = x
+            total += x
     reward[w] = total
     terminated[w] = -g[2] < p.cos_limit_angle
 
@@ -411,6 +448,7 @@ def reset_and_command(
     push_time: wp.array(dtype=float),
     air: wp.array2d(dtype=float),
     contact: wp.array2d(dtype=float),
+    self_force: wp.array2d(dtype=float),
     cmd: wp.array(dtype=wp.vec3),
     heading_target: wp.array(dtype=float),
     flags: wp.array(dtype=wp.int32),
@@ -444,6 +482,8 @@ def reset_and_command(
         for f in range(p.nfoot):
             air[w, f] = 0.0
             contact[w, f] = 0.0
+        for i in range(self_force.shape[1]):
+            self_force[w, i] = 0.0  # ContactSensor.reset clears the history
         push_time[w] = wp.randf(state, p.push_lo, p.push_hi)
         draw_command(w, seed, n, p, r, cmd, heading_target, flags, time_left)
     else:
@@ -487,6 +527,7 @@ def startup_draws(
     friction_lo: wp.vec3,
     friction_hi: wp.vec3,
     friction_log: wp.vec3i,
+    friction_axes: wp.vec3i,
     com_body: int,
     com_lo: wp.vec3,
     com_hi: wp.vec3,
@@ -497,8 +538,9 @@ def startup_draws(
     body_ipos: wp.array2d(dtype=wp.vec3),
     bias: wp.array2d(dtype=float),
 ):
-    # MJLab's startup events: foot friction per axis ("abs", shared by the feet; log-uniform
-    # for torsional and rolling), base COM offset ("add"), encoder bias per joint.
+    # MJLab's startup events: foot friction on the drawn axes ("abs", one draw shared by the
+    # foot geoms; uniform or log-uniform per axis; the other axes keep the geom's value), base
+    # COM offset ("add"), encoder bias per joint.
     w = wp.tid()
     state = world_rng(seed, 0, w, STREAM_STARTUP)
     fr = wp.vec3()
@@ -508,7 +550,11 @@ def startup_draws(
         else:
             fr[i] = wp.randf(state, friction_lo[i], friction_hi[i])
     for k in range(foot_geoms.shape[0]):
-        geom_friction[w, foot_geoms[k]] = fr
+        g = geom_friction[w, foot_geoms[k]]
+        for i in range(3):
+            if friction_axes[i] != 0:
+                g[i] = fr[i]
+        geom_friction[w, foot_geoms[k]] = g
     off = wp.vec3()
     for i in range(3):
         off[i] = wp.randf(state, com_lo[i], com_hi[i])

@@ -1,24 +1,27 @@
-"""MJLab 1.6.0's velocity tasks on UniLab's env layer: `go1-velocity-flat`.
+"""MJLab 1.6.0's velocity tasks on UniLab's env layer: `go1-velocity-flat`, `g1-velocity-flat`.
 
-`go1-velocity-flat` is `Mjlab-Velocity-Flat-Unitree-Go1` (mjlab/tasks/velocity/
-velocity_env_cfg.py + config/go1/env_cfgs.py): the same observation terms in the same order,
-the same command, rewards (weight x value x step_dt), termination, events and command
-curriculum. The term-by-term table, with every difference and its reason, is
-docs/envs-mjlab.md; the kernels are in `tasks/_mjlab_kernels.py`.
+`go1-velocity-flat` is `Mjlab-Velocity-Flat-Unitree-Go1` and `g1-velocity-flat`
+`Mjlab-Velocity-Flat-Unitree-G1` (mjlab/tasks/velocity/velocity_env_cfg.py +
+config/{go1,g1}/env_cfgs.py): the same observation terms in the same order, the same command,
+rewards (weight x value x step_dt), termination, events and command curriculum; one task class,
+the robots differ only in `MjlabVelocityConfig`. The term-by-term table, with every difference
+and its reason, is docs/envs-mjlab.md; the kernels are in `tasks/_mjlab_kernels.py`.
 
-Action: float32 [N, 12], unbounded (`action_bound=None`, as MJLab's): joint target =
-default pose + scale * action - encoder bias.
-Observations (float32):
-    "policy" [N, 48]: base_lin_vel 3 (IMU velocimeter), base_ang_vel 3 (IMU gyro),
-        projected_gravity 3, joint_pos 12 (minus default, with the encoder bias), joint_vel
-        12, actions 12, command 3; uniform noise +-0.5, 0.2, 0.05, 0.01, 1.5 on the first five.
-    "critic" [N, 72]: the same without noise and bias, foot_height 4, foot_air_time 4,
-        foot_contact 4, foot_contact_forces 12.
+Action: float32 [N, J] (Go1 12, G1 29 joints), unbounded (`action_bound=None`, as MJLab's):
+joint target = default pose + scale * action - encoder bias.
+Observations (float32; F feet: Go1 4, G1 2):
+    "policy" [N, 12 + 3J] (Go1 48, G1 99): base_lin_vel 3 (IMU velocimeter), base_ang_vel 3
+        (IMU gyro), projected_gravity 3, joint_pos J (minus default, with the encoder bias),
+        joint_vel J, actions J, command 3; uniform noise +-0.5, 0.2, 0.05, 0.01, 1.5 on the
+        first five.
+    "critic" [N, 12 + 3J + 6F] (Go1 72, G1 111): the same without noise and bias, foot_height
+        F, foot_air_time F, foot_contact F, foot_contact_forces 3F.
 """
 
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -34,7 +37,13 @@ from unilab_envs.tasks import robots
 from unilab_envs.tasks.robots import RobotConfig
 from unilab_envs.tasks.velocity import _ids, robot_spec
 
-__all__ = ["MjlabVelocityConfig", "MjlabVelocityTask", "make_go1_velocity_flat"]
+__all__ = [
+    "MjlabVelocityConfig",
+    "MjlabVelocityTask",
+    "g1_flat_config",
+    "make_g1_velocity_flat",
+    "make_go1_velocity_flat",
+]
 
 # Task-owned per-world state `load_state` accepts (attributes of `MjlabVelocityTask`).
 _TASK_STATE = (
@@ -48,6 +57,7 @@ _TASK_STATE = (
     "contact_time",
     "foot_height",
     "peak_height",
+    "self_collision_force",
 )
 
 # Model fields MJWarp's `set_const` recomputes per world after the COM draw (MJLab's
@@ -55,6 +65,7 @@ _TASK_STATE = (
 _SET_CONST_FIELDS = ("body_subtreemass", "body_invweight0", "dof_invweight0", "actuator_acc0")
 
 _pair = attrs.converters.pipe(tuple, lambda v: tuple(float(x) for x in v))
+_CONTACT_OBJ = {"geom": mujoco.mjtObj.mjOBJ_GEOM, "subtree": mujoco.mjtObj.mjOBJ_XBODY}
 
 
 def _stages(value) -> tuple[tuple[int, tuple[float, float], tuple[float, float]], ...]:
@@ -66,20 +77,28 @@ class MjlabVelocityConfig:
     """MJLab's velocity task options (defaults: Go1 flat); variants via `attrs.evolve`.
 
     Per-joint values (`pose_std_*`) are in the robot's joint order. Weights are MJLab's
-    (per second; the reward multiplies by step_dt).
+    (per second; the reward multiplies by step_dt); a term of weight 0 is neither computed
+    into the reward nor logged, as MJLab skips it.
     """
 
     decimation: int = 4
     physics_dt: float = 0.005
     episode_length_s: float = 20.0
     # robot parts (names in the MJCF)
-    foot_geoms: tuple[str, ...] = (
+    # feet_ground_contact primaries, one per foot: geoms, or bodies whose subtrees count
+    foot_contacts: tuple[str, ...] = (
         "FR_foot_collision",
         "FL_foot_collision",
         "RR_foot_collision",
         "RL_foot_collision",
     )
+    foot_contact_mode: str = attrs.field(
+        default="geom", validator=attrs.validators.in_(tuple(_CONTACT_OBJ))
+    )
     foot_sites: tuple[str, ...] = ("FR", "FL", "RR", "RL")
+    upright_body: str = "trunk"
+    ang_vel_body: str = "trunk"
+    angmom_sensor: str = "root_angmom"  # read only when w_angular_momentum != 0
     imu_gyro: str = "imu_ang_vel"
     imu_velocimeter: str = "imu_lin_vel"
     soft_joint_limit_factor: float = 0.9
@@ -115,6 +134,8 @@ class MjlabVelocityConfig:
     pose_std_running: tuple[float, ...] = (0.3, 0.3, 0.6) * 4
     walking_threshold: float = 0.05
     running_threshold: float = 1.5
+    w_body_ang_vel: float = 0.0
+    w_angular_momentum: float = 0.0
     w_dof_pos_limits: float = -1.0
     w_action_rate_l2: float = -0.1
     w_foot_clearance: float = -2.0
@@ -128,6 +149,12 @@ class MjlabVelocityConfig:
     w_soft_landing: float = -1e-5
     soft_landing_command_threshold: float = 0.05
     foot_height_max_distance: float = 1.0
+    # self_collisions: substeps of the last `self_collision_history` with a contact force above
+    # the threshold between two geoms of `self_collision_subtree`'s subtree (None: off)
+    w_self_collisions: float = 0.0
+    self_collision_subtree: str | None = None
+    self_collision_threshold: float = 10.0
+    self_collision_history: int = 4
     # termination
     fell_over_limit_angle: float = math.radians(70.0)
     # events
@@ -138,8 +165,17 @@ class MjlabVelocityConfig:
     push_interval_s: tuple[float, float] = attrs.field(default=(1.0, 3.0), converter=_pair)
     push_lin_vel: tuple[float, float, float] = (0.5, 0.5, 0.4)
     push_ang_vel: tuple[float, float, float] = (0.52, 0.52, 0.78)
+    # startup friction of `friction_geoms` per axis (slide, spin, roll); axes not drawn keep
+    # the geom's value
+    friction_geoms: tuple[str, ...] = (
+        "FR_foot_collision",
+        "FL_foot_collision",
+        "RR_foot_collision",
+        "RL_foot_collision",
+    )
     foot_friction: tuple[tuple[float, float], ...] = ((0.3, 1.5), (1e-4, 2e-2), (1e-5, 5e-3))
     foot_friction_log_uniform: tuple[bool, bool, bool] = (False, True, True)
+    foot_friction_axes: tuple[bool, bool, bool] = (True, True, True)
     com_body: str = "trunk"
     com_offset: tuple[tuple[float, float], ...] = ((-0.025, 0.025), (-0.025, 0.025), (-0.03, 0.03))
     encoder_bias: tuple[float, float] = attrs.field(default=(-0.015, 0.015), converter=_pair)
@@ -150,6 +186,16 @@ class MjlabVelocityConfig:
     noise_gravity: float = 0.05
     noise_joint_pos: float = 0.01
     noise_joint_vel: float = 1.5
+
+    @property
+    def weights(self) -> tuple[float, ...]:
+        """The weight of each of `_mjlab_kernels.TERMS`, in that order."""
+        return tuple(getattr(self, "w_" + name) for name in K.TERMS)
+
+    @property
+    def log_terms(self) -> tuple[str, ...]:
+        """The terms with a non-zero weight (those MJLab computes), in MJLab's order."""
+        return tuple(name for name, w in zip(K.TERMS, self.weights, strict=True) if w != 0.0)
 
     @property
     def step_dt(self) -> float:
@@ -165,7 +211,7 @@ class MjlabVelocityTask(Task):
 
     def __init__(self, robot: RobotConfig, config: MjlabVelocityConfig, name: str) -> None:
         self.robot, self.config = robot, config
-        j, f = robot.num_joints, len(config.foot_geoms)
+        j, f = robot.num_joints, len(config.foot_contacts)
         self.spec = TaskSpec(
             name=name,
             action_dim=j,
@@ -176,7 +222,7 @@ class MjlabVelocityTask(Task):
             success_threshold=0.6
             * (config.w_track_linear_velocity + config.w_track_angular_velocity)
             * config.episode_length_s,
-            log_terms=K.LOG_TERMS,
+            log_terms=config.log_terms,
             capacity=Capacity(nconmax=robot.nconmax, njmax=robot.njmax),
             forward_after_reset=True,
             action_bound=None,
@@ -187,19 +233,33 @@ class MjlabVelocityTask(Task):
 
     # ------------------------------------------------------------------ host side
     def build_model(self) -> mujoco.MjModel:
-        spec = robot_spec(self.robot)
-        for geom in self.config.foot_geoms:
+        spec, c = robot_spec(self.robot), self.config
+        for primary in c.foot_contacts:
             for field, bit in (("found", 0), ("force", 1)):
-                # MJLab's ContactSensor: one sensor per (foot geom, field), secondary the
-                # ground, reduce "netforce" (3), one slot.
+                # MJLab's ContactSensor: one sensor per (foot, field), secondary the ground,
+                # reduce "netforce" (3), one slot.
                 spec.add_sensor(
-                    name=f"feet_ground_contact_{geom}_{field}",
+                    name=f"feet_ground_contact_{primary}_{field}",
                     type=mujoco.mjtSensor.mjSENS_CONTACT,
-                    objtype=mujoco.mjtObj.mjOBJ_GEOM,
-                    objname=geom,
+                    objtype=_CONTACT_OBJ[c.foot_contact_mode],
+                    objname=primary,
                     reftype=mujoco.mjtObj.mjOBJ_BODY,
                     refname="world",
                     intprm=[1 << bit, 3, 1],
+                )
+        if c.self_collision_subtree is not None:
+            body = c.self_collision_subtree
+            for field, bit in (("found", 0), ("force", 1)):
+                # MJLab's self_collision sensor: the subtree against itself, reduce "none"
+                # (0), one slot (the first matching contact).
+                spec.add_sensor(
+                    name=f"self_collision_{body}_{field}",
+                    type=mujoco.mjtSensor.mjSENS_CONTACT,
+                    objtype=mujoco.mjtObj.mjOBJ_XBODY,
+                    objname=body,
+                    reftype=mujoco.mjtObj.mjOBJ_XBODY,
+                    refname=body,
+                    intprm=[1 << bit, 0, 1],
                 )
         mjm = spec.compile()
         self._index(mjm)
@@ -220,7 +280,7 @@ class MjlabVelocityTask(Task):
             for jid in jids
         ]
         sites = _ids(mjm, mujoco.mjtObj.mjOBJ_SITE, c.foot_sites, "sites", path)
-        geoms = _ids(mjm, mujoco.mjtObj.mjOBJ_GEOM, c.foot_geoms, "geoms", path)
+        geoms = _ids(mjm, mujoco.mjtObj.mjOBJ_GEOM, c.friction_geoms, "geoms", path)
 
         def sensor(name: str) -> int:
             return int(mjm.sensor_adr[mujoco.mj_name2id(mjm, mujoco.mjtObj.mjOBJ_SENSOR, name)])
@@ -229,7 +289,18 @@ class MjlabVelocityTask(Task):
             if mujoco.mj_name2id(mjm, mujoco.mjtObj.mjOBJ_SENSOR, name) < 0:
                 raise ValueError(f"MJCF {path!r} lacks the sensor {name!r}")
         self._imu = (sensor(c.imu_gyro), sensor(c.imu_velocimeter))
-        self._com_body = _ids(mjm, mujoco.mjtObj.mjOBJ_BODY, [c.com_body], "bodies", path)[0]
+        self._com_body, self._upright_body, self._ang_vel_body = _ids(
+            mjm, mujoco.mjtObj.mjOBJ_BODY, [c.com_body, c.upright_body, c.ang_vel_body],
+            "bodies", path,
+        )  # fmt: skip
+        self._angmom = -1
+        if c.w_angular_momentum != 0.0:
+            if mujoco.mj_name2id(mjm, mujoco.mjtObj.mjOBJ_SENSOR, c.angmom_sensor) < 0:
+                raise ValueError(f"MJCF {path!r} lacks the sensor {c.angmom_sensor!r}")
+            self._angmom = sensor(c.angmom_sensor)
+        self._self_force = -1
+        if c.self_collision_subtree is not None:
+            self._self_force = sensor(f"self_collision_{c.self_collision_subtree}_force")
         rng = mjm.jnt_range[jids].astype(np.float64)
         mid, half = rng.mean(axis=1), 0.5 * (rng[:, 1] - rng[:, 0]) * c.soft_joint_limit_factor
         f32, i32 = np.float32, np.int32
@@ -246,12 +317,12 @@ class MjlabVelocityTask(Task):
             "std_run": np.asarray(c.pose_std_running, f32),
             "foot_site": np.asarray(sites, i32),
             "foot_body": np.asarray(mjm.site_bodyid[sites], i32),
-            "foot_geom": np.asarray(geoms, i32),
+            "friction_geom": np.asarray(geoms, i32),
             "found_adr": np.asarray(
-                [sensor(f"feet_ground_contact_{g}_found") for g in c.foot_geoms], i32
+                [sensor(f"feet_ground_contact_{g}_found") for g in c.foot_contacts], i32
             ),
             "force_adr": np.asarray(
-                [sensor(f"feet_ground_contact_{g}_force") for g in c.foot_geoms], i32
+                [sensor(f"feet_ground_contact_{g}_force") for g in c.foot_contacts], i32
             ),
             "stage_step": np.asarray([s for s, _, _ in c.command_stages], i32),
             "stage": np.asarray([(*x, *z) for _, x, z in c.command_stages], f32),
@@ -263,17 +334,16 @@ class MjlabVelocityTask(Task):
         p = K.Params()
         p.nj, p.nfoot, p.qb, p.vb, p.root = (
             r.num_joints,
-            len(c.foot_geoms),
+            len(c.foot_contacts),
             self._qb,
             self._vb,
             self._root,
         )
+        p.upright_body, p.ang_vel_body = self._upright_body, self._ang_vel_body
         p.step_dt, p.physics_dt = c.step_dt, c.physics_dt
-        p.w = K.vec_terms(
-            c.w_track_linear_velocity, c.w_track_angular_velocity, c.w_upright, c.w_pose,
-            c.w_dof_pos_limits, c.w_action_rate_l2, c.w_foot_clearance, c.w_foot_swing_height,
-            c.w_foot_slip, c.w_soft_landing,
-        )  # fmt: skip
+        p.w = K.vec_terms(*c.weights)
+        rows = {name: i for i, name in enumerate(c.log_terms)}
+        p.log_row = K.vec_rows(*(rows.get(name, -1) for name in K.TERMS))
         p.inv_var_lin = 1.0 / c.std_track_linear_velocity**2
         p.inv_var_ang = 1.0 / c.std_track_angular_velocity**2
         p.inv_var_upright = 1.0 / c.std_upright**2
@@ -310,10 +380,12 @@ class MjlabVelocityTask(Task):
         )
         p.noise_joint_pos, p.noise_joint_vel = c.noise_joint_pos, c.noise_joint_vel
         p.imu_gyro, p.imu_vel = self._imu
+        p.angmom_adr, p.self_force_adr = self._angmom, self._self_force
+        p.self_force_threshold = c.self_collision_threshold
         return p
 
     def bind(self, ctx: TaskContext) -> None:
-        dev, n, f, c = ctx.device, ctx.num_envs, len(self.config.foot_geoms), self.config
+        dev, n, f, c = ctx.device, ctx.num_envs, len(self.config.foot_contacts), self.config
         self._a = {
             k: wp.array(
                 v,
@@ -333,6 +405,8 @@ class MjlabVelocityTask(Task):
         self.foot_height = wp.zeros((n, f), dtype=float, device=dev)
         self.peak_height = wp.zeros((n, f), dtype=float, device=dev)
         self.encoder_bias = wp.zeros((n, self.robot.num_joints), dtype=float, device=dev)
+        h = c.self_collision_history if c.self_collision_subtree is not None else 0
+        self.self_collision_force = wp.zeros((n, h), dtype=float, device=dev)
         self.env_step = wp.zeros(1, dtype=wp.int32, device=dev)
         lo = wp.vec3(*(a for a, _ in c.foot_friction))
         hi = wp.vec3(*(b for _, b in c.foot_friction))
@@ -340,8 +414,9 @@ class MjlabVelocityTask(Task):
             K.startup_draws,
             dim=n,
             inputs=[
-                ctx.seed, self._p, self._a["foot_geom"], lo, hi,
-                wp.vec3i(*(int(x) for x in c.foot_friction_log_uniform)), self._com_body,
+                ctx.seed, self._p, self._a["friction_geom"], lo, hi,
+                wp.vec3i(*(int(x) for x in c.foot_friction_log_uniform)),
+                wp.vec3i(*(int(x) for x in c.foot_friction_axes)), self._com_body,
                 wp.vec3(*(a for a, _ in c.com_offset)), wp.vec3(*(b for _, b in c.com_offset)),
                 c.encoder_bias[0], c.encoder_bias[1], wp.vec3(*self._ipos0),
             ],
@@ -357,7 +432,7 @@ class MjlabVelocityTask(Task):
         """Write named per-world arrays (numpy, torch or lists; leading dim N) into the task,
         the env context and the MJWarp data/model, e.g. to replay a state MJLab recorded.
 
-        Names (shapes per world; J joints in robot order, F feet in `foot_geoms` order):
+        Names (shapes per world; J joints in robot order, F feet in `foot_contacts` order):
             MJWarp data: "qpos" (nq), "qvel" (nv), "ctrl" (nu, model actuator order), "act",
                 "qacc_warmstart" (nv), "qfrc_applied" (nv), "xfrc_applied" (nbody, 6).
             per-world model fields (`spec.model_batch_fields`): "geom_friction" (ngeom, 3),
@@ -369,7 +444,9 @@ class MjlabVelocityTask(Task):
                 "command_flags" (int: FLAG_HEADING | FLAG_STANDING | FLAG_FORWARD),
                 "air_time", "contact_time" (F, s: the contact sensor's current times),
                 "foot_height" (F, m: the last sampled foot heights the rewards read),
-                "peak_height" (F, m: foot_swing_height's peaks).
+                "peak_height" (F, m: foot_swing_height's peaks),
+                "self_collision_force" (H: |force| of the self-collision sensor in each of the
+                last H substeps, newest first; H = 0 without the sensor).
         Loading "body_ipos" recomputes the model constants derived from it (`set_const`, as
         after the startup draw). Derived MJWarp data fields are not recomputed: call `mujoco_warp.forward` after it when
         the next hook should read them for the new state. Host-side; not for a captured step.
@@ -415,10 +492,10 @@ class MjlabVelocityTask(Task):
 
     def post_substep(self, ctx: TaskContext) -> None:
         wp.launch(
-            K.track_air_time,
+            K.track_contacts,
             dim=ctx.num_envs,
             inputs=[self._p, ctx.data.sensordata, self._a["found_adr"]],
-            outputs=[self.air_time, self.contact_time],
+            outputs=[self.air_time, self.contact_time, self.self_collision_force],
             device=ctx.device,
         )
 
@@ -437,6 +514,7 @@ class MjlabVelocityTask(Task):
                 ctx.action, ctx.last_action, self.command, a["qadr"], a["default"], a["soft_lo"],
                 a["soft_hi"], a["std_stand"], a["std_walk"], a["std_run"], a["foot_site"],
                 a["foot_body"], a["found_adr"], a["force_adr"], self.contact_time, self.foot_height,
+                self.self_collision_force,
             ],
             outputs=[self.peak_height, reward, terminated, log],
             device=ctx.device,
@@ -469,7 +547,7 @@ class MjlabVelocityTask(Task):
             ],
             outputs=[
                 d.qpos, d.qvel, self.push_time_left, self.air_time, self.contact_time,
-                self.command, self.heading_target, self.command_flags, self.command_time_left,
+                self.self_collision_force, self.command, self.heading_target, self.command_flags, self.command_time_left,
             ],
             device=ctx.device,
         )  # fmt: skip
@@ -481,3 +559,69 @@ def make_go1_velocity_flat(robot: RobotConfig | None = None, **overrides) -> Mjl
     if robot is None:
         robot = robots.go1()  # RobotFileNotFoundError names the ways to provide go1.xml
     return MjlabVelocityTask(robot, MjlabVelocityConfig(**overrides), "go1-velocity-flat")
+
+
+# config/g1/env_cfgs.py: pose std per joint pattern (re.fullmatch, as MJLab's
+# resolve_matching_names_values); std_standing is 0.05 for every joint.
+_G1_STD_WALKING = {
+    r".*hip_pitch.*": 0.3, r".*hip_roll.*": 0.15, r".*hip_yaw.*": 0.15, r".*knee.*": 0.35,
+    r".*ankle_pitch.*": 0.25, r".*ankle_roll.*": 0.1, r".*waist_yaw.*": 0.2,
+    r".*waist_roll.*": 0.08, r".*waist_pitch.*": 0.1, r".*shoulder_pitch.*": 0.15,
+    r".*shoulder_roll.*": 0.15, r".*shoulder_yaw.*": 0.1, r".*elbow.*": 0.15, r".*wrist.*": 0.3,
+}  # fmt: skip
+_G1_STD_RUNNING = {
+    r".*hip_pitch.*": 0.5, r".*hip_roll.*": 0.2, r".*hip_yaw.*": 0.2, r".*knee.*": 0.6,
+    r".*ankle_pitch.*": 0.35, r".*ankle_roll.*": 0.15, r".*waist_yaw.*": 0.3,
+    r".*waist_roll.*": 0.08, r".*waist_pitch.*": 0.2, r".*shoulder_pitch.*": 0.5,
+    r".*shoulder_roll.*": 0.2, r".*shoulder_yaw.*": 0.15, r".*elbow.*": 0.35, r".*wrist.*": 0.3,
+}  # fmt: skip
+
+
+def _per_joint(joints: tuple[str, ...], table: Mapping[str, float]) -> tuple[float, ...]:
+    """One value per joint from {pattern: value}; each joint must match exactly one pattern."""
+    out = []
+    for joint in joints:
+        hits = [v for pattern, v in table.items() if re.fullmatch(pattern, joint)]
+        if len(hits) != 1:
+            raise ValueError(f"joint {joint!r} matches {len(hits)} patterns of {sorted(table)}")
+        out.append(float(hits[0]))
+    return tuple(out)
+
+
+def g1_flat_config(robot: RobotConfig, **overrides) -> MjlabVelocityConfig:
+    """`Mjlab-Velocity-Flat-Unitree-G1`'s options (config/g1/env_cfgs.py) for `robot`'s joints;
+    `overrides` are `MjlabVelocityConfig` fields."""
+    joints = tuple(robot.joint_names)
+    fields: dict[str, Any] = {
+        "foot_contacts": ("left_ankle_roll_link", "right_ankle_roll_link"),
+        "foot_contact_mode": "subtree",
+        "foot_sites": ("left_foot", "right_foot"),
+        "upright_body": "torso_link",
+        "ang_vel_body": "torso_link",
+        "pose_std_standing": (0.05,) * len(joints),
+        "pose_std_walking": _per_joint(joints, _G1_STD_WALKING),
+        "pose_std_running": _per_joint(joints, _G1_STD_RUNNING),
+        "w_body_ang_vel": -0.05,
+        "w_angular_momentum": -0.02,
+        "w_self_collisions": -1.0,
+        "self_collision_subtree": "pelvis",
+        "friction_geoms": tuple(
+            f"{side}_foot{i}_collision" for side in ("left", "right") for i in range(1, 8)
+        ),
+        # the base foot_friction event: "abs" 0.3-1.2 on the slide axis (geom_friction's
+        # default axes), shared by the 14 foot geoms
+        "foot_friction": ((0.3, 1.2), (0.0, 0.0), (0.0, 0.0)),
+        "foot_friction_log_uniform": (False, False, False),
+        "foot_friction_axes": (True, False, False),
+        "com_body": "torso_link",
+    }
+    fields.update(overrides)
+    return MjlabVelocityConfig(**fields)
+
+
+def make_g1_velocity_flat(robot: RobotConfig | None = None, **overrides) -> MjlabVelocityTask:
+    """`g1-velocity-flat`: MJLab's `Mjlab-Velocity-Flat-Unitree-G1`; `overrides` are
+    `MjlabVelocityConfig` fields. `robot` defaults to `unilab_envs.tasks.robots.g1()`."""
+    if robot is None:
+        robot = robots.g1()  # RobotFileNotFoundError names the ways to provide g1.xml
+    return MjlabVelocityTask(robot, g1_flat_config(robot, **overrides), "g1-velocity-flat")
