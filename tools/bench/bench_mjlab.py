@@ -1,4 +1,4 @@
-"""MJLab 1.6.0 + RSL-RL 5.4.2 reference: `Mjlab-Velocity-Flat-Unitree-Go1` on 1 and 2 GPUs.
+"""MJLab 1.6.0 + RSL-RL 5.4.2 reference: `Mjlab-Velocity-Flat-Unitree-Go1` (or `--task`) on 1 and 2 GPUs.
 
     python3 tools/bench/bench_mjlab.py                     # 4096 envs/GPU, 25 its, 1 and 2 GPUs
     python3 tools/bench/bench_mjlab.py --gpus 1 --num-envs 4096,8192
@@ -43,7 +43,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-TASK = "Mjlab-Velocity-Flat-Unitree-Go1"
+TASK = "Mjlab-Velocity-Flat-Unitree-Go1"  # the default of --task
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 FIELDS = {
     "steps_per_s": re.compile(r"Steps per second:\s*([0-9.]+)"),
@@ -136,7 +136,7 @@ def train_command(args, gpus: int, num_envs: int, log_root: str) -> list[str]:
         "-u",
         "-m",
         "mjlab.scripts.train",
-        TASK,
+        args.task,
         "--env.scene.num-envs",
         str(num_envs),
         "--agent.max-iterations",
@@ -268,9 +268,9 @@ def self_test() -> None:
     print("bench_mjlab --quick: log parser OK (3 iterations, 7 fields)", flush=True)
 
 
-def print_table(runs: list[dict]) -> None:
+def print_table(runs: list[dict], task: str = TASK) -> None:
     base = {r["num_envs"]: r for r in runs if r["gpus"] == 1}
-    print(f"\nMJLab 1.6.0 + RSL-RL 5.4.2, {TASK} (rsl_rl 'Steps per second', all GPUs)")
+    print(f"\nMJLab 1.6.0 + RSL-RL 5.4.2, {task} (rsl_rl 'Steps per second', all GPUs)")
     print(
         f"{'GPUs':>4} {'envs/GPU':>8} {'iters':>5} {'median':>10} {'after warm-up':>14} {'eff.':>7}"
     )
@@ -301,6 +301,9 @@ def main(argv=None) -> None:
     ap.add_argument("--extra-path", default="/tmp/site", help="between site and stubs")
     ap.add_argument("--python", default=sys.executable)
     ap.add_argument("--name", default="go1")
+    ap.add_argument(
+        "--task", default=TASK, help="an MJLab task name, e.g. Mjlab-Velocity-Flat-Unitree-G1"
+    )
     args = ap.parse_args(argv)
     args.extra_path = [p for p in args.extra_path.split(":") if p]
     if args.quick:
@@ -325,8 +328,8 @@ def main(argv=None) -> None:
             runs.append(run_one(args, g, n, out_dir))
             if out_dir:
                 with open(os.path.join(out_dir, f"mjlab_{args.name}.json"), "w") as f:
-                    json.dump({"args": vars(args), "task": TASK, "runs": runs}, f, indent=1)
-    print_table(runs)
+                    json.dump({"args": vars(args), "task": args.task, "runs": runs}, f, indent=1)
+    print_table(runs, args.task)
 
 
 if __name__ == "__main__":
