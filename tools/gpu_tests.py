@@ -136,7 +136,8 @@ def main(argv: list[str] | None = None) -> int:
         "date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"),
         "commit": commit,
         **_machine(),
-        "command": f"python3 tools/gpu_tests.py --commit {commit}",
+        "command": f"python3 tools/gpu_tests.py --commit {commit}"
+        + ("" if args.packages == list(PACKAGES) else f" --packages {' '.join(args.packages)}"),
     }
     page = render(results, header)
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
