@@ -148,6 +148,8 @@ def collect(
                 learner.append((f"FastSAC learner {precision} {mode}", gpus, r["updates_per_s"]))
         elif "runs" in doc and "task" in doc:  # bench_mjlab
             series = "MJLab + RSL-RL"
+            if doc["task"] != "Mjlab-Velocity-Flat-Unitree-Go1":  # another task: its own series
+                series += f" {doc['task'].removeprefix('Mjlab-Velocity-')}"
             if series in mjlab_names:  # a rerun (another lease): label it by its file
                 series = f"MJLab + RSL-RL ({fname.removesuffix('.json')})"
             mjlab_names.add(series)
