@@ -76,6 +76,9 @@ def test_ppo_trains_logs_and_checkpoints(straight):
     names = sorted(p.name for p in (run_dir / "checkpoints").iterdir())
     assert names == ["ckpt_000002.pt", "ckpt_000004.pt", "latest"]
     assert json.loads((run_dir / "config.json").read_text())["env"]["num_envs"] == N
+    for log in (run_dir / "logs").glob("*.log"):  # a successful run: no error, no shutdown noise
+        text = log.read_text()
+        assert " ERROR " not in text and "Traceback" not in text, (log.name, text)
     rows = _rows(run_dir)
     assert [r["iteration"] for r in rows] == [1, 2, 3, 4]
     for r in rows:

@@ -193,4 +193,12 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    code = main()
+    # Skip the interpreter's exit hooks: torch's (e.g. dynamo's compile-time report) would log
+    # through handlers whose launcher end is closing and print a traceback into the log of a
+    # run that succeeded. The agent has nothing left to clean up; flush what it wrote.
+    logging.shutdown()
+    with contextlib.suppress(Exception):
+        sys.stdout.flush()
+        sys.stderr.flush()
+    os._exit(code)

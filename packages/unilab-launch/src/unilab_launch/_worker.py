@@ -193,4 +193,16 @@ def run_worker(spec: WorkerSpec, target: Callable[..., Any], args: Sequence[Any]
     if created_group and dist.is_initialized():
         with contextlib.suppress(Exception):
             dist.destroy_process_group()
+    # From here the worker only hands its result back and tears the interpreter down. The agent
+    # stops workers that are still tearing down once every result is in (SIGTERM), which would
+    # raise torch-elastic's SignalException inside an exit hook and print a traceback into a
+    # successful run's log; a SIGTERM now ends the process quietly.
+    signal.signal(signal.SIGTERM, _exit_after_result)
     return result
+
+
+def _exit_after_result(signum: int, _frame: Any) -> None:
+    with contextlib.suppress(Exception):
+        sys.stdout.flush()
+        sys.stderr.flush()
+    os._exit(128 + signum)
