@@ -8,7 +8,8 @@ inflate `stat.meanmass`).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import itertools
+from collections.abc import Iterator, Sequence
 
 import attrs
 import mujoco
@@ -36,6 +37,8 @@ class Tile:
     difficulty: float
     name: str
     group: int
+    # Geom numbering within the tile (asking the body for its geom count is O(geoms)).
+    _ids: Iterator[int] = attrs.field(factory=itertools.count, init=False, repr=False)
 
     def box(
         self,
@@ -44,9 +47,8 @@ class Tile:
         rgba: Sequence[float],
     ) -> None:
         """One box, `center` in tile coordinates, `half` its half sizes (clamped > 0)."""
-        n = len(self.body.geoms)
         self.body.add_geom(
-            name=f"{self.name}_g{n}",
+            name=f"{self.name}_g{next(self._ids)}",
             type=mujoco.mjtGeom.mjGEOM_BOX,
             pos=[self.corner[i] + float(center[i]) for i in range(3)],
             size=[max(float(h), MIN_SIZE * 0.5) for h in half],
@@ -94,7 +96,7 @@ class Tile:
             userdata=data.astype(np.float32).ravel().tolist(),
         )
         self.body.add_geom(
-            name=f"{self.name}_g{len(self.body.geoms)}",
+            name=f"{self.name}_g{next(self._ids)}",
             type=mujoco.mjtGeom.mjGEOM_HFIELD,
             hfieldname=hfield.name,
             pos=[
