@@ -18,10 +18,14 @@ from unilab_envs.terrain.generator import rough_sub_terrains as rough_sub_terrai
 from unilab_envs.terrain.heightfield import PyramidSlopeTerrain as PyramidSlopeTerrain
 from unilab_envs.terrain.heightfield import RandomUniformTerrain as RandomUniformTerrain
 from unilab_envs.terrain.heightfield import WaveTerrain as WaveTerrain
+from unilab_envs.terrain.scan import GridPattern as GridPattern
+from unilab_envs.terrain.scan import HeightScan as HeightScan
 from unilab_envs.terrain.tiles import Tile as Tile
 
 __all__ = [
     "FlatTerrain",
+    "GridPattern",
+    "HeightScan",
     "PyramidSlopeTerrain",
     "PyramidStairsTerrain",
     "RandomUniformTerrain",
