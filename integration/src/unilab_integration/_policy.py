@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import os
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -67,9 +68,13 @@ def _teacher_config(algo: Any, teacher_state: dict[str, Any]) -> Any:
     return attrs.evolve(algo, teacher=attrs.evolve(algo.teacher, hidden=hidden))
 
 
-def policy_from_checkpoint(path: str | os.PathLike, device: str = "cpu") -> tuple[Any, Any, dict]:
-    """(policy module, learner, checkpoint): the policy maps actor observations to actions."""
-    ckpt = load_checkpoint(path, map_location=device)
+def policy_from_checkpoint(
+    path: str | os.PathLike | dict[str, Any], device: str = "cpu"
+) -> tuple[Any, Any, dict]:
+    """(policy module, learner, checkpoint): the policy maps actor observations to actions.
+
+    `path` may also be a loaded checkpoint dict (e.g. a converted MJLab checkpoint)."""
+    ckpt = path if isinstance(path, dict) else load_checkpoint(path, map_location=device)
     learner = learner_from_checkpoint(ckpt, device)
     policy = copy.deepcopy(learner.policy_module()).eval()
     return policy, learner, ckpt
@@ -269,6 +274,9 @@ def play_episodes(
     height: int = 480,
     fps: float | None = None,
     camera: int | str | None = None,
+    env_kwargs: Mapping[str, Any] | None = None,
+    one_per_world: bool = False,
+    observer: Callable[[Any, Any, Any], None] | None = None,
 ) -> PlayResult:
     """Run the deterministic policy until `episodes` episodes end (across all worlds).
 
@@ -278,6 +286,13 @@ def play_episodes(
     real time) with imageio + imageio-ffmpeg (`pip install "unilab-integration[video]"`).
     The video holds one frame per control step: the state at the start of each step of each
     recorded episode, so `frames == sum(video_lengths)`. The file appears only when complete.
+
+    `checkpoint` may be a loaded checkpoint dict. `env_kwargs` are merged over the
+    checkpoint's env options (`unilab_envs.make` overrides). With `one_per_world` only the
+    first episode each world ends is counted (fresh episodes: no bias toward short ones).
+    `observer(env, obs, step)`, if given, is called after every env step with the env, the
+    observation the policy acted on and the step's output (the tracking evaluator reads its
+    metrics there).
     """
     import unilab_envs
 
@@ -290,9 +305,8 @@ def play_episodes(
     config = TrainConfig.from_dict(ckpt["config"])
     groups = actor_groups(config.algo)
     import_modules(config.runner.imports)
-    env = unilab_envs.make(
-        config.task, num_envs=num_envs, device=device, seed=seed, **dict(config.env.kwargs)
-    )
+    kwargs = {**dict(config.env.kwargs), **dict(env_kwargs or {})}
+    env = unilab_envs.make(config.task, num_envs=num_envs, device=device, seed=seed, **kwargs)
     level = restore_curriculum(env, ckpt)
     wanted = max(episodes, video_episodes if video is not None else 0)
     limit = max_steps if max_steps is not None else 10 * int(env.max_episode_steps) * wanted
@@ -302,6 +316,7 @@ def play_episodes(
     lengths: list[int] = []
     vreturns: list[float] = []
     obs = env.reset()
+    counted = torch.zeros(num_envs, dtype=torch.bool, device=obs.device)
     stepper = PolicyStepper(policy, num_envs, device)
     writer = None
     if video is not None:
@@ -315,12 +330,16 @@ def play_episodes(
             for _ in range(limit):
                 actions = bound_actions(env, stepper(policy_input(groups, obs)))
                 step = env.step(actions)
+                if observer is not None:
+                    observer(env, obs, step)
                 done = step["done"]
                 stepper.reset(done)
-                if bool(done.any()):
-                    returns += step["episode", "return"][done].tolist()
+                ended = done & ~counted if one_per_world else done
+                counted |= done
+                if bool(ended.any()):
+                    returns += step["episode", "return"][ended].tolist()
                     for name in episode_term_names(step):
-                        terms.setdefault(name, []).extend(step["episode", name][done].tolist())
+                        terms.setdefault(name, []).extend(step["episode", name][ended].tolist())
                 if recording:
                     if bool(done[0]):
                         lengths.append(int(step["episode", "length"][0]))

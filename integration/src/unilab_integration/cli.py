@@ -4,6 +4,8 @@
     unilab train quadruped-velocity --algo ppo --gpus all --num-envs 4096 --env-scope per-rank --iterations 1500
     unilab train cartpole-balance --algo ppo --set algo.learning_rate=3e-4 --set runner.save_interval=10
     unilab play runs/cartpole-balance_ppo_*/ --episodes 10
+    unilab play logs/rsl_rl/go1_velocity/RUN/model_1000.pt --task go1-velocity-flat
+    unilab eval runs/go1-velocity-flat_ppo_*/ --num-envs 4096 --device cuda --json eval.json
     unilab export runs/cartpole-balance_ppo_*/ policy.onnx
     unilab list
 
@@ -27,6 +29,11 @@ from ._config import PRESETS, TrainConfig, make_config
 from ._overrides import apply_overrides
 
 __all__ = ["build_config", "main"]
+
+_TASK_HELP = (
+    "task of an MJLab/RSL-RL model_<it>.pt (which does not record it), e.g. go1-velocity-flat; "
+    "for a UniLab checkpoint it must be the checkpoint's own"
+)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -101,6 +108,24 @@ def _parser() -> argparse.ArgumentParser:
     pl.add_argument("--height", type=int, default=480, help="video height in pixels (even)")
     pl.add_argument("--fps", type=float, help="video frame rate (default 1 / env step_dt)")
     pl.add_argument("--camera", help="MJCF camera name or id (default: follow the robot)")
+    pl.add_argument("--task", help=_TASK_HELP)
+
+    ev = sub.add_parser(
+        "eval", help="velocity-tracking metrics of a checkpoint over the full command range"
+    )
+    ev.add_argument("checkpoint")
+    ev.add_argument("--task", help=_TASK_HELP)
+    ev.add_argument("--num-envs", type=int, default=4096, help="worlds = episodes (one each)")
+    ev.add_argument("--seed", type=int, default=12345)
+    ev.add_argument("--device", default="cpu")
+    ev.add_argument(
+        "--env-kwargs",
+        type=json.loads,
+        default={},
+        metavar="JSON",
+        help="unilab_envs.make overrides, e.g. '{\"episode_length_s\": 5}'",
+    )
+    ev.add_argument("--json", metavar="OUT.json", help="also write the metrics as JSON")
 
     e = sub.add_parser("export", help="export a checkpoint's policy to ONNX")
     e.add_argument("checkpoint")
@@ -218,7 +243,7 @@ def _play(args: argparse.Namespace) -> int:
         }
     try:
         result = play_episodes(
-            args.checkpoint,
+            _policy_checkpoint(args),
             episodes=args.episodes,
             num_envs=args.num_envs,
             seed=args.seed,
@@ -255,6 +280,41 @@ def _play(args: argparse.Namespace) -> int:
     return 0
 
 
+def _policy_checkpoint(args: argparse.Namespace) -> dict:
+    from ._mjlab_checkpoint import load_policy_checkpoint
+
+    return load_policy_checkpoint(args.checkpoint, task=args.task, device=args.device)
+
+
+def _eval(args: argparse.Namespace) -> int:
+    from ._tracking import evaluate_tracking
+    from ._train import _quiet_warp
+
+    _quiet_warp()
+    result = evaluate_tracking(
+        _policy_checkpoint(args),
+        num_envs=args.num_envs,
+        seed=args.seed,
+        device=args.device,
+        env_kwargs=args.env_kwargs,
+    )
+    _, lin_x, ang_z = result.command_stage
+    print(
+        f"{result.task}: {result.episodes} episodes, command lin_vel_x {list(lin_x)} m/s, "
+        f"ang_vel_z {list(ang_z)} rad/s (final stage)"
+    )
+    print(f"  lin_vel_error        {result.lin_vel_error:.4f} m/s")
+    print(f"  yaw_rate_error       {result.yaw_rate_error:.4f} rad/s")
+    print(f"  time_limit_fraction  {result.time_limit_fraction:.4f}")
+    print(f"  mean_return          {result.mean_return:.4f}")
+    print(f"  mean_length          {result.mean_length:.1f} steps")
+    print(result.to_json())
+    if args.json:
+        with open(args.json, "w") as f:
+            f.write(result.to_json() + "\n")
+    return 0
+
+
 def _export(args: argparse.Namespace) -> int:
     from ._policy import export_onnx
 
@@ -274,6 +334,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _train(args)
         if args.command == "play":
             return _play(args)
+        if args.command == "eval":
+            return _eval(args)
         return _export(args)
     except (ValueError, TypeError, CheckpointError, FileNotFoundError) as e:
         print(f"unilab {args.command}: error: {e}", file=sys.stderr)

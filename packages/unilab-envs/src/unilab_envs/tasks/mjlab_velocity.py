@@ -231,6 +231,30 @@ class MjlabVelocityTask(Task):
             model_batch_fields=("geom_friction", "body_ipos", *_SET_CONST_FIELDS),
         )
 
+    # ------------------------------------------------------------------ evaluation
+    def full_range_overrides(self) -> dict[str, Any]:
+        """Factory overrides that put the command at the curriculum's final stage from step 0
+        (its full `lin_vel_x` / `ang_vel_z` ranges), e.g. to evaluate a policy over the whole
+        command range whatever stage it was trained at: `make(name, **overrides)`."""
+        _, lin_x, ang_z = self.config.command_stages[-1]
+        return {"command_stages": ((0, lin_x, ang_z),)}
+
+    def velocity_tracking(self, obs: Any) -> dict[str, Any]:
+        """The command and the base velocities of an env observation (torch views of its
+        noise-free "critic" group, nothing recomputed), each [N, 3] float32:
+
+        "command": (vx, vy, yaw rate) commanded in the base's heading frame (m/s, rad/s);
+        "lin_vel": the base's linear velocity in its own frame (IMU velocimeter, m/s);
+        "ang_vel": the base's angular velocity in its own frame (IMU gyro, rad/s).
+        """
+        critic = obs["obs", "critic"]
+        base = 9 + 3 * self.robot.num_joints
+        return {
+            "command": critic[:, base : base + 3],
+            "lin_vel": critic[:, 0:3],
+            "ang_vel": critic[:, 3:6],
+        }
+
     # ------------------------------------------------------------------ host side
     def build_model(self) -> mujoco.MjModel:
         spec, c = robot_spec(self.robot), self.config
