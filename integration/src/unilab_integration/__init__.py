@@ -5,34 +5,43 @@ from unilab_integration import make_config, apply_overrides, train
 cfg = make_config("cartpole-balance", "ppo")
 cfg = apply_overrides(cfg, ["launch.cpu_workers=2", "runner.until_solved=true"])
 result = train(cfg)           # launches the workers, returns rank 0's summary
+
+The names are imported on first use (most of them need torch), so that importing the package,
+and `unilab --help`, stays cheap.
 """
 
-from ._algorithms import ALGORITHMS as ALGORITHMS
-from ._algorithms import AlgorithmSpec as AlgorithmSpec
-from ._checkpoint import CheckpointError as CheckpointError
-from ._checkpoint import load_checkpoint as load_checkpoint
-from ._checkpoint import resolve_checkpoint as resolve_checkpoint
-from ._checkpoint import save_checkpoint as save_checkpoint
-from ._config import PRESETS as PRESETS
-from ._config import EnvConfig as EnvConfig
-from ._config import LaunchSettings as LaunchSettings
-from ._config import RunnerConfig as RunnerConfig
-from ._config import TrainConfig as TrainConfig
-from ._config import load_config as load_config
-from ._config import make_config as make_config
-from ._config import save_config as save_config
-from ._logger import MetricLogger as MetricLogger
-from ._overrides import apply_overrides as apply_overrides
-from ._policy import export_onnx as export_onnx
-from ._policy import learner_from_checkpoint as learner_from_checkpoint
-from ._policy import play as play
-from ._runners import NonFiniteError as NonFiniteError
-from ._runners import OffPolicyRunner as OffPolicyRunner
-from ._runners import OnPolicyRunner as OnPolicyRunner
-from ._runners import make_runner as make_runner
-from ._train import train as train
-from ._train import train_worker as train_worker
-from ._train import validate as validate
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ._algorithms import ALGORITHMS as ALGORITHMS
+    from ._algorithms import AlgorithmSpec as AlgorithmSpec
+    from ._checkpoint import CheckpointError as CheckpointError
+    from ._checkpoint import load_checkpoint as load_checkpoint
+    from ._checkpoint import resolve_checkpoint as resolve_checkpoint
+    from ._checkpoint import save_checkpoint as save_checkpoint
+    from ._config import PRESETS as PRESETS
+    from ._config import EnvConfig as EnvConfig
+    from ._config import LaunchSettings as LaunchSettings
+    from ._config import RunnerConfig as RunnerConfig
+    from ._config import TrainConfig as TrainConfig
+    from ._config import load_config as load_config
+    from ._config import make_config as make_config
+    from ._config import save_config as save_config
+    from ._logger import MetricLogger as MetricLogger
+    from ._overrides import apply_overrides as apply_overrides
+    from ._policy import export_onnx as export_onnx
+    from ._policy import learner_from_checkpoint as learner_from_checkpoint
+    from ._policy import play as play
+    from ._runners import NonFiniteError as NonFiniteError
+    from ._runners import OffPolicyRunner as OffPolicyRunner
+    from ._runners import OnPolicyRunner as OnPolicyRunner
+    from ._runners import make_runner as make_runner
+    from ._train import train as train
+    from ._train import train_worker as train_worker
+    from ._train import validate as validate
 
 __version__ = "0.1.0"
 
@@ -65,3 +74,45 @@ __all__ = [
     "train_worker",
     "validate",
 ]
+
+_LAZY = {
+    "ALGORITHMS": "._algorithms",
+    "AlgorithmSpec": "._algorithms",
+    "CheckpointError": "._checkpoint",
+    "load_checkpoint": "._checkpoint",
+    "resolve_checkpoint": "._checkpoint",
+    "save_checkpoint": "._checkpoint",
+    "PRESETS": "._config",
+    "EnvConfig": "._config",
+    "LaunchSettings": "._config",
+    "RunnerConfig": "._config",
+    "TrainConfig": "._config",
+    "load_config": "._config",
+    "make_config": "._config",
+    "save_config": "._config",
+    "MetricLogger": "._logger",
+    "apply_overrides": "._overrides",
+    "export_onnx": "._policy",
+    "learner_from_checkpoint": "._policy",
+    "play": "._policy",
+    "NonFiniteError": "._runners",
+    "OffPolicyRunner": "._runners",
+    "OnPolicyRunner": "._runners",
+    "make_runner": "._runners",
+    "train": "._train",
+    "train_worker": "._train",
+    "validate": "._train",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY})

@@ -1,14 +1,38 @@
-"""The bridge to unilab_envs: task lookup, env construction per rank, success thresholds."""
+"""The bridge to unilab_envs: task lookup, env construction per rank, success thresholds.
+
+unilab_envs and unilab_dist (torch, warp, mujoco) are imported inside the functions that need
+them; `check_builtin_task` refuses an unknown task without them.
+"""
 
 from __future__ import annotations
 
 import importlib
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from unilab_dist import DistContext, seed_for_rank
+if TYPE_CHECKING:
+    from unilab_dist import DistContext
 
-__all__ = ["check_task", "import_modules", "make_env", "success_threshold", "task_names"]
+__all__ = [
+    "BUILTIN_TASK_NAMES",
+    "check_builtin_task",
+    "check_task",
+    "import_modules",
+    "make_env",
+    "success_threshold",
+    "task_names",
+]
+
+BUILTIN_TASK_NAMES: tuple[str, ...] = (
+    "cartpole-balance",
+    "cartpole-swingup",
+    "quadruped-velocity",
+    "humanoid-velocity",
+    "go1-velocity-flat",
+    "g1-velocity-flat",
+)
+"""The names in `unilab_envs.tasks.BUILTIN_TASKS` (a test keeps them equal), known without
+importing the env stack."""
 
 
 def import_modules(names: Iterable[str]) -> None:
@@ -34,10 +58,18 @@ def check_task(task: str) -> None:
         raise ValueError(f"unknown task '{task}'; tasks: {', '.join(sorted(names))}")
 
 
+def check_builtin_task(task: str) -> None:
+    """`check_task` without importing unilab_envs, for a process in which only the built-in
+    tasks can exist (no `runner.imports` module that could register more)."""
+    if task not in BUILTIN_TASK_NAMES:
+        raise ValueError(f"unknown task '{task}'; tasks: {', '.join(sorted(BUILTIN_TASK_NAMES))}")
+
+
 def make_env(config: Any, num_envs: int, ctx: DistContext, *, seed_offset: int = 0) -> Any:
     """This rank's env: `num_envs` worlds on `ctx.device`, seeded with
     seed_for_rank(seed + seed_offset, rank) (the evaluation env uses an offset)."""
     import unilab_envs
+    from unilab_dist import seed_for_rank
 
     seed = seed_for_rank(config.runner.seed + seed_offset, ctx.rank)
     return unilab_envs.make(

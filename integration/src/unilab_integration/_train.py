@@ -2,11 +2,12 @@
 
 Refused before any worker starts and before anything is written (ValueError naming the
 cause): unknown task, algorithm or preset; no budget; more GPUs than present; a host that is
-malformed or does not resolve; an env count that does not divide by the world size under
-`env.scope=global`; a resume checkpoint or teacher that is missing or from another task or
-algorithm; a resume whose budget the checkpoint has already reached; a run folder that the
-rules of `_rundir` forbid (another run's folder, a live trainer's lock). The network shapes are checked inside the workers (they need the env): a
-mismatch there fails the run (exit 1 from the command) with the difference named.
+malformed or does not resolve; `--hosts slurm` outside a SLURM allocation; an env count that
+does not divide by the world size under `env.scope=global`; a resume checkpoint or teacher
+that is missing or from another task or algorithm; a resume whose budget the checkpoint has
+already reached; a run folder that the rules of `_rundir` forbid (another run's folder, a
+live trainer's lock). The network shapes are checked inside the workers (they need the env):
+a mismatch there fails the run (exit 1 from the command) with the difference named.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ from ._config import TrainConfig, save_config
 from ._envs import check_task, import_modules
 from ._rundir import RunLock, RunPlan, plan_run_folder
 
-__all__ = ["plan_world", "run_directory", "train", "train_worker", "validate"]
+__all__ = ["plan_world", "run_directory", "train", "train_worker", "validate", "with_slurm_hosts"]
 
 
 def _visible_gpus() -> int:
@@ -69,6 +70,19 @@ def plan_world(config: TrainConfig) -> tuple[int, str]:
     return len(indices) * hosts, "cuda"
 
 
+def with_slurm_hosts(config: TrainConfig) -> TrainConfig:
+    """`config` with `launch.hosts` "slurm" replaced by the SLURM allocation's nodes
+    ("node1,node2", asked once through `unilab_launch.resolve_hosts`); unchanged otherwise.
+    ValueError naming SLURM outside an allocation."""
+    from unilab_launch import parse_hosts, resolve_hosts
+
+    hosts = config.launch.hosts
+    if hosts is None or parse_hosts(hosts) != "slurm":
+        return config
+    nodes = ",".join(resolve_hosts(hosts) or ())
+    return attrs.evolve(config, launch=attrs.evolve(config.launch, hosts=nodes))
+
+
 def validate(config: TrainConfig, resume: str | None = None) -> int:
     """Check `config` (and a resume checkpoint) before launching; return the world size."""
     import_modules(config.runner.imports)
@@ -76,6 +90,7 @@ def validate(config: TrainConfig, resume: str | None = None) -> int:
     run = config.runner
     if run.iterations is None and run.env_steps is None and not run.until_solved:
         raise ValueError("no training budget: give --iterations, --env-steps or --until-solved")
+    config = with_slurm_hosts(config)
     world, _ = plan_world(config)
     config.env.per_rank(world)
     _check_hosts(config.launch.hosts)
@@ -205,6 +220,7 @@ def train(config: TrainConfig, *, resume: str | None = None) -> dict[str, Any]:
     the launcher has stopped the workers). A failing worker raises
     `unilab_launch.WorkerFailedError` (its rank and traceback).
     """
+    config = with_slurm_hosts(config)  # the nodes are asked once; config.json records them
     world = validate(config, resume)
     plan = plan_run_folder(config, resume)
     lock = RunLock(plan.path)

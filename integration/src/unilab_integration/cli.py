@@ -14,6 +14,10 @@ anything is written: also another run's folder, a live trainer's lock, a resume 
 is already reached), 1 when training fails (a worker raised or died; its rank and error are
 printed), 143 on SIGTERM and 130 on Ctrl-C (one line; the workers stopped, the run folder's
 lock released).
+
+The heavy modules (torch, warp, mujoco, tensordict, unilab_algos, unilab_envs) are imported
+only by the command that needs them: `--help`, argument errors and an unknown task (when no
+`runner.imports` module could register one) answer without them.
 """
 
 from __future__ import annotations
@@ -24,8 +28,8 @@ import sys
 from collections.abc import Sequence
 
 from ._algorithms import ALGORITHMS
-from ._checkpoint import CheckpointError
 from ._config import PRESETS, TrainConfig, make_config
+from ._envs import check_builtin_task
 from ._overrides import apply_overrides
 
 __all__ = ["build_config", "main"]
@@ -47,7 +51,11 @@ def _parser() -> argparse.ArgumentParser:
     where = t.add_mutually_exclusive_group()
     where.add_argument("--gpus", help="'all' or GPU indices like 0,1 (one worker each)")
     where.add_argument("--cpu-workers", type=int, help="N CPU worker processes (gloo)")
-    t.add_argument("--hosts", help="comma-separated host names for a multi-node launch")
+    t.add_argument(
+        "--hosts",
+        help="comma-separated host names for a multi-node launch, or 'slurm': the nodes of "
+        "the SLURM allocation",
+    )
     t.add_argument("--num-envs", type=int, help="environments (see --env-scope)")
     t.add_argument(
         "--env-scope", choices=("per-rank", "global"), help="is --num-envs per rank or total"
@@ -186,14 +194,16 @@ def _list() -> None:
 
 
 def _train(args: argparse.Namespace) -> int:
-    from unilab_launch import WorkerFailedError
-
-    from ._train import train
-
+    if not any(item.partition("=")[0].strip().startswith("runner.imports") for item in args.set):
+        check_builtin_task(args.task)  # before make_config imports the algorithms (torch)
     cfg = build_config(args)
     if args.print_config:
         print(json.dumps(cfg.to_dict(), indent=2, sort_keys=True))
         return 0
+    from unilab_launch import WorkerFailedError
+
+    from ._train import train
+
     try:
         result = train(cfg, resume=args.resume)
     except WorkerFailedError as e:
@@ -337,7 +347,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "eval":
             return _eval(args)
         return _export(args)
-    except (ValueError, TypeError, CheckpointError, FileNotFoundError) as e:
+    except (ValueError, TypeError, FileNotFoundError) as e:  # CheckpointError is a ValueError
         print(f"unilab {args.command}: error: {e}", file=sys.stderr)
         return 2
     except KeyboardInterrupt as e:  # Ctrl-C, or SIGTERM during a launch (LaunchInterrupted)

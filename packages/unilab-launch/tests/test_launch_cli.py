@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from unilab_launch.testing import run_console_script
+
 TESTS = Path(__file__).resolve().parent
 
 
@@ -25,6 +27,24 @@ def test_launch_cli_console_script_help() -> None:
     out = subprocess.run([str(script), "--help"], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0
     assert "usage: unilab-launch" in out.stdout and "--cpu-workers" in out.stdout
+
+
+HEAVY = ("torch", "torchrunx", "cloudpickle", "fabric", "numpy")
+
+
+@pytest.mark.parametrize(
+    ("argv", "code", "message"),
+    [
+        (["--help"], 0, ""),
+        (["--gpus", "0,x", "m:f"], 2, "unilab-launch: error: malformed GPU list '0,x'"),
+        (["--cpu-workers", "2", "--hosts", "a,a", "m:f"], 2, "appear more than once"),
+        (["--cpu-workers", "two", "m:f"], 2, "invalid int value: 'two'"),
+    ],
+)
+def test_launch_cli_help_and_argument_errors_import_no_torch(argv, code, message) -> None:
+    run = run_console_script("unilab-launch", argv, watch=HEAVY)
+    assert run.code == code and message in run.stderr
+    assert run.imported == []
 
 
 @pytest.mark.slow

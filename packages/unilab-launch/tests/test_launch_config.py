@@ -37,7 +37,10 @@ def test_launch_public_api() -> None:
         "parse_gpus",
         "parse_hosts",
         "read_hostfile",
+        "resolve_hosts",
     }
+    for name in unilab_launch.__all__:  # the lazy names resolve too
+        assert getattr(unilab_launch, name) is not None
 
 
 @pytest.mark.parametrize(

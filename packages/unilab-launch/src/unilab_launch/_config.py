@@ -100,15 +100,23 @@ def _check_host(host: str, where: str) -> str:
     return host
 
 
-def parse_hosts(value: object) -> tuple[str, ...] | None:
-    """Normalize a host list: None, "h1,h2" or ["h1", "h2"] -> ("h1", "h2").
+SLURM = "slurm"
+"""The host list that stands for the nodes of the SLURM allocation (see `resolve_hosts`)."""
+
+
+def parse_hosts(value: object) -> tuple[str, ...] | Literal["slurm"] | None:
+    """Normalize a host list: None, "h1,h2" or ["h1", "h2"] -> ("h1", "h2"); "slurm" stays.
 
     Each entry must be a host name (letters, digits, '-', '_', dots) or an IP address; the list
     must be non-empty and without duplicates (each host runs one agent, which starts all of its
-    workers). Users, ports and keys come from the SSH config, not from the host list.
+    workers). Users, ports and keys come from the SSH config, not from the host list. The
+    string "slurm" (any case) means the nodes of the SLURM allocation, looked up at launch;
+    a host that is really named so goes in a list (["slurm"]) or a host file.
     """
     if value is None:
         return None
+    if isinstance(value, str) and value.strip().lower() == SLURM:
+        return SLURM
     if isinstance(value, str):
         hosts = [h.strip() for h in value.split(",")]
         where = repr(value)
@@ -200,8 +208,9 @@ class LaunchConfig:
             every host; indices are relative to the launcher's CUDA_VISIBLE_DEVICES.
         cpu_workers: N CPU workers (gloo) per host. With neither `gpus` nor `cpu_workers`,
             every visible GPU is used, or one CPU worker when there is none.
-        hosts: host names (None = this machine only). Agents are started over SSH (torchrunx);
-            all hosts need the same Python environment at the same path.
+        hosts: host names (None = this machine only), or "slurm": the nodes of the SLURM
+            allocation, asked at launch (`resolve_hosts`). Agents are started over SSH
+            (torchrunx); all hosts need the same Python environment at the same path.
         seed: base seed; global rank r is seeded with `seed_for_rank(seed, r)` = seed + r.
         env: extra environment variables for the workers (on top of `copy_env`).
         log_dir: folder for per-rank logs (`rank<R>.log`), agent logs and failure records;
@@ -217,7 +226,9 @@ class LaunchConfig:
 
     gpus: tuple[int, ...] | Literal["all"] | None = attrs.field(default=None, converter=parse_gpus)
     cpu_workers: int | None = attrs.field(default=None, validator=_positive_int_or_none)
-    hosts: tuple[str, ...] | None = attrs.field(default=None, converter=parse_hosts)
+    hosts: tuple[str, ...] | Literal["slurm"] | None = attrs.field(
+        default=None, converter=parse_hosts
+    )
     seed: int = attrs.field(default=0, validator=_seed)
     env: dict[str, str] = attrs.field(factory=dict, converter=_env_dict, hash=False)
     log_dir: Path | None = attrs.field(default=None, converter=_optional_path)

@@ -34,6 +34,7 @@ import torch.distributed as dist
 from ._config import LaunchConfig
 from ._logs import LogHandlers, rank_log_path
 from ._proc import process_start_ticks
+from ._slurm import resolve_hosts
 from ._target import module_root, resolve_target
 from ._worker import (
     ENV_LAUNCHER,
@@ -392,12 +393,13 @@ def launch(
     `LOCAL_RANK`, `WORLD_SIZE`, `LOCAL_WORLD_SIZE`, an initialized default process group (NCCL
     on cuda:LOCAL_RANK, or gloo on CPU, collective timeout `timeout` s), its seed
     `seed + RANK` applied to random/numpy/torch and in `UNILAB_SEED`. Global ranks run host by
-    host in the order of `hosts`.
+    host in the order of `hosts` (for hosts "slurm": the allocation's nodes, in SLURM's order).
 
     Raises (before any worker starts) ValueError/TypeError for bad settings, a malformed or
-    unresolvable host list, more GPUs than present or both `gpus` and `cpu_workers`, and
-    ImportError for an unimportable target. Raises `WorkerFailedError` naming the first worker
-    that failed, with its traceback, once all workers are stopped.
+    unresolvable host list, hosts "slurm" outside a SLURM allocation, more GPUs than present
+    or both `gpus` and `cpu_workers`, and ImportError for an unimportable target. Raises
+    `WorkerFailedError` naming the first worker that failed, with its traceback, once all
+    workers are stopped.
     """
     settings.update(
         gpus=gpus,
@@ -419,7 +421,7 @@ def launch(
         cloudpickle.dumps((fn, args))
     except Exception as exc:
         raise TypeError(f"target or args cannot be pickled for the workers: {exc}") from exc
-    hostnames = list(config.hosts or ("localhost",))
+    hostnames = list(resolve_hosts(config.hosts) or ("localhost",))
     _check_hosts_resolve(hostnames)
     local = all(_is_local(h) for h in hostnames)
     counts, use_gpus, gpu_env = _workers_per_host(config, hostnames, local)

@@ -1,0 +1,84 @@
+"""`unilab` answers --help and argument errors without the heavy modules (torch, warp, mujoco,
+tensordict, unilab_algos, unilab_envs), checked on the installed console entry point in a fresh
+Python; the static lists that make this possible equal the real registries."""
+
+from __future__ import annotations
+
+import pytest
+
+import unilab_integration
+from unilab_integration import ALGORITHMS, PRESETS
+from unilab_integration._envs import BUILTIN_TASK_NAMES
+from unilab_integration.cli import _parser
+from unilab_launch.testing import run_console_script
+
+HEAVY = (
+    "torch",
+    "warp",
+    "mujoco",
+    "mujoco_warp",
+    "tensordict",
+    "numpy",
+    "unilab_algos",
+    "unilab_envs",
+    "unilab_dist",
+    "torchrunx",
+)
+
+
+@pytest.mark.parametrize(
+    ("argv", "code", "message"),
+    [
+        (["--help"], 0, ""),
+        (["train", "--help"], 0, ""),
+        (["train"], 2, "the following arguments are required: task"),
+        (["train", "cartpole-balance", "--algo", "nope"], 2, "invalid choice: 'nope'"),
+        (["train", "cartpole-balance", "--preset", "x"], 2, "invalid choice: 'x'"),
+        (["train", "cartpole-balance", "--iterations", "ten"], 2, "invalid int value: 'ten'"),
+        (
+            ["train", "nosuchtask", "--iterations", "1"],
+            2,
+            "unilab train: error: unknown task 'nosuchtask'; tasks: cartpole-balance, ",
+        ),
+        (
+            ["train", "cartpole-balance", "--num-envs", "8", "--iterations", "1"],
+            2,
+            "--num-envs needs --env-scope",
+        ),
+    ],
+)
+def test_help_and_argument_errors_import_no_heavy_module(argv, code, message):
+    run = run_console_script("unilab", argv, watch=HEAVY)
+    assert run.code == code and message in run.stderr, run.stderr
+    assert run.imported == []
+
+
+def test_unknown_task_with_runner_imports_asks_the_real_registry():
+    # a module of runner.imports may register the task: then the env stack decides
+    argv = ["train", "nosuchtask", "--iterations", "1", "--set", 'runner.imports=["json"]']
+    run = run_console_script("unilab", argv, watch=("unilab_envs",))
+    assert run.code == 2 and "unknown task 'nosuchtask'; tasks: cartpole-balance" in run.stderr
+    assert run.imported == ["unilab_envs"]
+
+
+def test_builtin_task_names_equal_the_envs_registry():
+    import unilab_envs
+    from unilab_envs.tasks import BUILTIN_TASKS
+
+    assert sorted(BUILTIN_TASK_NAMES) == sorted(BUILTIN_TASKS)
+    assert set(BUILTIN_TASK_NAMES) <= set(unilab_envs.list_tasks())
+
+
+def test_argparse_choices_are_the_registries():
+    train = _parser()._subparsers._group_actions[0].choices["train"]
+    choices = {a.dest: a.choices for a in train._actions if a.choices is not None}
+    assert list(choices["algo"]) == sorted(ALGORITHMS) == ["distill", "fastsac", "ppo"]
+    assert tuple(choices["preset"]) == PRESETS == ("default", "rsl_rl")
+
+
+def test_the_lazy_facade_lists_every_public_name():
+    assert set(unilab_integration._LAZY) == set(unilab_integration.__all__) - {"__version__"}
+    for name in unilab_integration.__all__:
+        assert getattr(unilab_integration, name) is not None
+    with pytest.raises(AttributeError, match="no attribute 'nope'"):
+        unilab_integration.nope  # noqa: B018
