@@ -135,3 +135,13 @@ def test_a_task_without_an_override_gives_what_its_spec_knows():
     _check_plain(task, info)
     assert set(info) == SPEC_KEYS
     assert info["control_dt"] == pytest.approx(0.01) and info["action_bound"] is None
+
+
+def test_g1_velocity_flat_has_its_29_joints_and_mjlab_terms():
+    robot = mjlab_robot("g1")
+    task = make_task("g1-velocity-flat")
+    info = task.deployment_info()
+    _check_plain(task, info)
+    assert info["joint_names"] == list(robot.joint_names) and info["action_dim"] == 29
+    assert info["joint_stiffness"] == pytest.approx(list(robot.kp))
+    assert info["action_bound"] is None and "heading_range" in info
