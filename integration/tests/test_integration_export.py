@@ -13,9 +13,15 @@ import torch
 
 from unilab_dist import DistContext
 from unilab_envs import make_task
-from unilab_integration import apply_overrides, export_onnx, load_checkpoint, make_config
+from unilab_integration import (
+    apply_overrides,
+    export_onnx,
+    load_checkpoint,
+    make_config,
+    read_onnx_metadata,
+)
 from unilab_integration._checkpoint import save_checkpoint
-from unilab_integration._policy import PolicyStepper, policy_from_checkpoint, read_onnx_metadata
+from unilab_integration._policy import PolicyStepper, policy_from_checkpoint
 from unilab_integration._runners import OffPolicyRunner, OnPolicyRunner
 from unilab_integration.cli import main
 
@@ -206,3 +212,21 @@ def test_metadata_of_a_velocity_task_reads_back_with_onnx(tmp_path):
     ]  # fmt: skip
     assert meta["command_ranges"]["lin_vel_x"] == [-2.0, 2.0]
     _check_parity(out, ckpt, bound=1.0)
+
+
+@pytest.mark.slow  # MJLab's kernels compile on a fresh machine
+def test_an_mjlab_task_exports_unclamped_and_says_so(tmp_path):
+    from unilab_envs.testing import mjlab_robot
+
+    mjlab_robot("go1")  # skip (or fail) with the reason when no go1.xml is found
+    ckpt = _checkpoint(tmp_path / "run", "ppo", [], task="go1-velocity-flat", num_envs=2)
+    out = export_onnx(ckpt, tmp_path / "go1.onnx")
+    meta = _raw_metadata(out)
+    _check_metadata(meta, ckpt, algorithm="ppo", groups=("policy",))
+    assert meta["action_bound"] is None and meta["action_clipped"] is False
+    assert meta["heading_range"] == pytest.approx([-np.pi, np.pi])
+    assert [t["name"] for t in meta["observation_terms"]][::6] == ["base_lin_vel", "command"]
+    _check_parity(out, ckpt, bound=None)  # actions beyond [-1, 1] come out as they are
+    session = ort.InferenceSession(str(out), providers=["CPUExecutionProvider"])
+    obs = np.random.default_rng(0).normal(size=(64, 48)).astype(np.float32) * 3
+    assert np.abs(session.run(["actions"], {"obs": obs})[0]).max() > 1.0

@@ -26,6 +26,7 @@ from ._overrides import apply_overrides as apply_overrides
 from ._policy import export_onnx as export_onnx
 from ._policy import learner_from_checkpoint as learner_from_checkpoint
 from ._policy import play as play
+from ._policy import read_onnx_metadata as read_onnx_metadata
 from ._runners import NonFiniteError as NonFiniteError
 from ._runners import OffPolicyRunner as OffPolicyRunner
 from ._runners import OnPolicyRunner as OnPolicyRunner
@@ -52,6 +53,7 @@ __all__ = [
     "__version__",
     "apply_overrides",
     "export_onnx",
+    "read_onnx_metadata",
     "learner_from_checkpoint",
     "load_checkpoint",
     "load_config",
