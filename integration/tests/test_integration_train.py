@@ -404,13 +404,15 @@ def test_fastsac_trains_and_resumes_bit_for_bit_with_its_replay(tmp_path):
 
 
 def _check_onnx_matches_policy(onnx_file, run_dir):
-    """The exported ONNX policy computes the checkpoint's torch policy on random observations."""
+    """The exported ONNX policy computes the checkpoint's torch policy on random observations,
+    clamped to cart-pole's action bound as `play` clamps it."""
     import onnxruntime as ort
 
     policy, _, _ = policy_from_checkpoint(run_dir)
+    bound = make_task("cartpole-balance").spec.action_bound
     obs = torch.randn(7, 5, generator=torch.Generator().manual_seed(0)) * 2
     with torch.no_grad():
-        expected = policy(obs).numpy()
+        expected = policy(obs).clamp(-bound, bound).numpy()
     session = ort.InferenceSession(str(onnx_file), providers=["CPUExecutionProvider"])
     got = session.run(["actions"], {"obs": obs.numpy()})[0]
     assert got.shape == (7, 1)

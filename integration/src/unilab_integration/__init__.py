@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     from ._policy import export_onnx as export_onnx
     from ._policy import learner_from_checkpoint as learner_from_checkpoint
     from ._policy import play as play
+    from ._policy import read_onnx_metadata as read_onnx_metadata
     from ._runners import NonFiniteError as NonFiniteError
     from ._runners import OffPolicyRunner as OffPolicyRunner
     from ._runners import OnPolicyRunner as OnPolicyRunner
@@ -61,6 +62,7 @@ __all__ = [
     "__version__",
     "apply_overrides",
     "export_onnx",
+    "read_onnx_metadata",
     "learner_from_checkpoint",
     "load_checkpoint",
     "load_config",
@@ -95,6 +97,7 @@ _LAZY = {
     "export_onnx": "._policy",
     "learner_from_checkpoint": "._policy",
     "play": "._policy",
+    "read_onnx_metadata": "._policy",
     "NonFiniteError": "._runners",
     "OffPolicyRunner": "._runners",
     "OnPolicyRunner": "._runners",

@@ -135,7 +135,10 @@ def _parser() -> argparse.ArgumentParser:
     )
     ev.add_argument("--json", metavar="OUT.json", help="also write the metrics as JSON")
 
-    e = sub.add_parser("export", help="export a checkpoint's policy to ONNX")
+    e = sub.add_parser(
+        "export",
+        help="export a checkpoint's policy to ONNX, with the task's deployment metadata",
+    )
     e.add_argument("checkpoint")
     e.add_argument("out")
     e.add_argument("--opset", type=int)
@@ -326,10 +329,17 @@ def _eval(args: argparse.Namespace) -> int:
 
 
 def _export(args: argparse.Namespace) -> int:
-    from ._policy import export_onnx
+    from ._policy import export_onnx, read_onnx_metadata
 
     path = export_onnx(args.checkpoint, args.out, opset=args.opset)
-    print(f"wrote {path}")
+    meta = read_onnx_metadata(path)
+    state = "".join(f", {n} [L, B, H]" for n in meta["inputs"][1:])
+    bound = meta["action_bound"]
+    clip = f"clamped to [-{bound:g}, {bound:g}]" if meta["action_clipped"] else "unclamped"
+    print(
+        f"wrote {path}: input obs [B, {meta['obs_dim']}]{state}, output actions "
+        f"[B, {meta['action_dim']}] {clip}" + "".join(f", {n}" for n in meta["outputs"][1:])
+    )
     return 0
 
 

@@ -13,6 +13,7 @@ from unilab_envs._core.task import Capacity as Capacity
 from unilab_envs._core.task import Task as Task
 from unilab_envs._core.task import TaskContext as TaskContext
 from unilab_envs._core.task import TaskSpec as TaskSpec
+from unilab_envs._core.task import observation_term as observation_term
 from unilab_envs.curriculum import Curriculum as Curriculum
 from unilab_envs.curriculum import LevelCurriculum as LevelCurriculum
 from unilab_envs.randomization import DomainRandomization as DomainRandomization
@@ -47,6 +48,7 @@ __all__ = [
     "list_tasks",
     "make",
     "make_task",
+    "observation_term",
     "register_task",
     "world_rng",
 ]

@@ -182,6 +182,12 @@ class TaskContext:
     spec: TaskSpec
 
 
+def observation_term(name: str, size: int, *, scale: float = 1.0, history: int = 1) -> dict:
+    """One observation term of `Task.deployment_info()`: `size` floats per step, the task
+    writes `scale` times the quantity, and holds its last `history` steps (newest first)."""
+    return {"name": name, "size": int(size), "scale": float(scale), "history": int(history)}
+
+
 class Task(abc.ABC):
     """One task: MJCF + warp kernels for actions, rewards, terminations, observations, resets.
 
@@ -208,6 +214,38 @@ class Task(abc.ABC):
         Called once after the env built the model and data, before any step or capture.
         Store whatever you need from `ctx` (indices, arrays) on `self`.
         """
+
+    def deployment_info(self) -> dict[str, Any]:
+        """What running a trained policy outside UniLab needs to know about this task.
+
+        Plain data (str, int, float, bool, None and lists / dicts of them; JSON-ready), e.g.
+        written into an exported ONNX file by `unilab export`. This base gives what `spec`
+        knows; a task adds what it really has, and a key it lacks is absent, never guessed.
+        Keys (docs/integration.md, "Export", describes each):
+
+            task, action_dim, control_dt (s), physics_dt (s), decimation, action_bound
+                (float, or None: the env does not clamp): from `spec`.
+            action_type: "joint_position" (target = action_offset + action_scale * action,
+                tracked by PD actuators) or "joint_effort" (force or torque = action_scale *
+                action + action_offset).
+            joint_names: the driven joints in action order; action_scale, action_offset,
+                default_joint_pos, joint_stiffness (kp), joint_damping (kv): one value per
+                joint, SI units (rad, m, N m/rad, N m s/rad, N or N m per unit action).
+            observations: {group: [term, ...]} in the order the group concatenates them; a
+                term is `observation_term(...)`: {"name", "size", "scale", "history"}.
+            command_names, command_ranges ({name: [lo, hi]}: the widest the task draws),
+                command_ranges_initial (where a curriculum starts, when it widens them),
+                heading_range (rad; tasks that command a heading, not only a yaw rate).
+        """
+        s = self.spec
+        return {
+            "task": s.name,
+            "action_dim": s.action_dim,
+            "control_dt": s.step_dt,
+            "physics_dt": s.physics_dt,
+            "decimation": s.decimation,
+            "action_bound": s.action_bound,
+        }
 
     def domain_randomization(self) -> DomainRandomization | None:
         """Default domain randomization for this task (None = none); overridable by the env."""

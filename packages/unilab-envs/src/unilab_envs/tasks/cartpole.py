@@ -24,12 +24,13 @@ from __future__ import annotations
 import importlib.resources
 import math
 from collections.abc import Mapping
+from typing import Any
 
 import mujoco
 import warp as wp
 
 from unilab_envs._core.rng import world_rng
-from unilab_envs._core.task import Capacity, Task, TaskContext, TaskSpec
+from unilab_envs._core.task import Capacity, Task, TaskContext, TaskSpec, observation_term
 from unilab_envs.curriculum import Curriculum, LevelCurriculum
 
 __all__ = ["CartpoleTask", "make_cartpole_balance", "make_cartpole_swingup"]
@@ -252,6 +253,26 @@ class CartpoleTask(Task):
         path = importlib.resources.files("unilab_envs") / "assets" / "cartpole.xml"
         with importlib.resources.as_file(path) as p:
             return mujoco.MjModel.from_xml_path(str(p))
+
+    def deployment_info(self) -> dict[str, Any]:
+        """`Task.deployment_info()`: the action is the slider's force (the motor's gear in N
+        per unit action); both groups observe the five state terms. No PD gains, default pose
+        or commands: cart-pole has none."""
+        mjm = self.build_model()
+        motor = mujoco.mj_name2id(mjm, mujoco.mjtObj.mjOBJ_ACTUATOR, "push")
+        joint = mujoco.mj_id2name(mjm, mujoco.mjtObj.mjOBJ_JOINT, int(mjm.actuator_trnid[motor, 0]))
+        names = ("cart_pos", "cos_pole_angle", "sin_pole_angle", "cart_vel", "pole_ang_vel")
+        return {
+            **super().deployment_info(),
+            "action_type": "joint_effort",
+            "joint_names": [joint],
+            "action_scale": [float(mjm.actuator_gear[motor, 0])],
+            "action_offset": [0.0],
+            "observations": {
+                group: [observation_term(name, 1) for name in names]
+                for group in self.spec.observation_dims
+            },
+        }
 
     def curriculum(self) -> Curriculum | None:
         if not self._use_curriculum:

@@ -31,11 +31,11 @@ import mujoco_warp as mjw
 import numpy as np
 import warp as wp
 
-from unilab_envs._core.task import Capacity, Task, TaskContext, TaskSpec
+from unilab_envs._core.task import Capacity, Task, TaskContext, TaskSpec, observation_term
 from unilab_envs.tasks import _mjlab_kernels as K
 from unilab_envs.tasks import robots
 from unilab_envs.tasks.robots import RobotConfig
-from unilab_envs.tasks.velocity import _ids, robot_spec
+from unilab_envs.tasks.velocity import COMMAND_NAMES, _ids, position_gains, robot_spec
 
 __all__ = [
     "MjlabVelocityConfig",
@@ -450,6 +450,44 @@ class MjlabVelocityTask(Task):
         # The constants that depend on the COM (inverse weights: the constraint solver's
         # regularization, so contact forces), per world, as MJLab's set_const after base_com.
         mjw.set_const(ctx.model, ctx.data)
+
+    def deployment_info(self) -> dict[str, Any]:
+        """`Task.deployment_info()`: MJLab's JointPositionAction (target = default pose +
+        scale * action; the encoder bias is the simulated sensor's error, not part of it), the
+        PD gains of the compiled model's actuators, the observation terms in MJLab's order and
+        the twist command's ranges (first and last `command_stages`)."""
+        r, c, j, f = self.robot, self.config, self.robot.num_joints, len(self.config.foot_contacts)
+        policy = [("base_lin_vel", 3), ("base_ang_vel", 3), ("projected_gravity", 3)]
+        policy += [("joint_pos", j), ("joint_vel", j), ("actions", j), ("command", 3)]
+        critic = [*policy, ("foot_height", f), ("foot_air_time", f), ("foot_contact", f)]
+        critic.append(("foot_contact_forces", 3 * f))
+        info = {
+            **super().deployment_info(),
+            "action_type": "joint_position",
+            "joint_names": list(r.joint_names),
+            "default_joint_pos": list(r.default_pose),
+            "action_scale": list(r.per_joint("action_scale")),
+            "action_offset": list(r.default_pose),
+        }
+        gains = position_gains(self.build_model(), r.joint_names)
+        if gains is not None:
+            info["joint_stiffness"], info["joint_damping"] = gains
+        info["observations"] = {
+            group: [observation_term(name, size) for name, size in terms]
+            for group, terms in (("policy", policy), ("critic", critic))
+        }
+
+        def ranges(stage: tuple) -> dict[str, list[float]]:
+            _, x, z = stage
+            return dict(zip(COMMAND_NAMES, (list(x), list(c.lin_vel_y), list(z)), strict=True))
+
+        info["command_names"] = list(COMMAND_NAMES)
+        info["command_ranges"] = ranges(c.command_stages[-1])
+        if len(c.command_stages) > 1:
+            info["command_ranges_initial"] = ranges(c.command_stages[0])
+        if c.heading_command:
+            info["heading_range"] = list(c.heading_range)
+        return info
 
     # ------------------------------------------------------------------ state replay
     def load_state(self, ctx: TaskContext, state: Mapping[str, Any]) -> None:

@@ -34,27 +34,32 @@ from __future__ import annotations
 
 import math
 import os
+from typing import Any
 
 import attrs
 import mujoco
 import numpy as np
 import warp as wp
 
-from unilab_envs._core.task import Capacity, Task, TaskContext, TaskSpec
+from unilab_envs._core.task import Capacity, Task, TaskContext, TaskSpec, observation_term
 from unilab_envs.curriculum import Curriculum, LevelCurriculum
 from unilab_envs.randomization import DomainRandomization
 from unilab_envs.tasks import _velocity_kernels as K
 from unilab_envs.tasks.robots import RobotConfig, apply_physics, humanoid, quadruped
 
 __all__ = [
+    "COMMAND_NAMES",
     "VelocityConfig",
     "VelocityTask",
     "build_robot_model",
     "make_humanoid_velocity",
     "make_quadruped_velocity",
     "make_velocity_task",
+    "position_gains",
     "robot_spec",
 ]
+
+COMMAND_NAMES = ("lin_vel_x", "lin_vel_y", "ang_vel_z")  # m/s, m/s, rad/s (heading frame)
 
 _vec3 = attrs.validators.deep_iterable(attrs.validators.ge(0.0))
 
@@ -148,6 +153,32 @@ def _ids(mjm: mujoco.MjModel, obj: mujoco.mjtObj, names, what: str, path: str) -
     if missing:
         raise ValueError(f"MJCF {path!r} lacks the {what} {missing} named in the robot config")
     return ids
+
+
+def position_gains(
+    mjm: mujoco.MjModel, joint_names: tuple[str, ...]
+) -> tuple[list[float], list[float]] | None:
+    """(kp, kv) per joint of the `position` actuators driving `joint_names` in `mjm`, or None
+    when one of them is not a position actuator (then it has no PD gains to report)."""
+    kp, kv = [], []
+    for name in joint_names:
+        jid = mujoco.mj_name2id(mjm, mujoco.mjtObj.mjOBJ_JOINT, name)
+        acts = np.flatnonzero(
+            (mjm.actuator_trntype == mujoco.mjtTrn.mjTRN_JOINT) & (mjm.actuator_trnid[:, 0] == jid)
+        )
+        if len(acts) != 1:
+            return None
+        a = int(acts[0])
+        gain, bias = mjm.actuator_gainprm[a], mjm.actuator_biasprm[a]
+        if (
+            mjm.actuator_gaintype[a] != mujoco.mjtGain.mjGAIN_FIXED
+            or mjm.actuator_biastype[a] != mujoco.mjtBias.mjBIAS_AFFINE
+            or bias[1] != -gain[0]
+        ):
+            return None
+        kp.append(float(gain[0]))
+        kv.append(float(-bias[2]))
+    return kp, kv
 
 
 def build_robot_model(robot: RobotConfig) -> mujoco.MjModel:
@@ -341,6 +372,38 @@ class VelocityTask(Task):
         self.air_time = wp.zeros((n, f), dtype=float, device=dev)
         self.foot_contact = wp.zeros((n, f), dtype=float, device=dev)
         self.bad_contact = wp.zeros(n, dtype=wp.int32, device=dev)
+
+    def deployment_info(self) -> dict[str, Any]:
+        """`Task.deployment_info()`: joint position targets around the default pose, the PD
+        gains of the compiled model's actuators, the observation terms and command ranges."""
+        r, c, j, f = self.robot, self.config, self.robot.num_joints, len(self.robot.foot_bodies)
+        policy = [("base_ang_vel", 3), ("projected_gravity", 3), ("command", 3)]
+        policy += [("joint_pos", j), ("joint_vel", j), ("actions", j)]
+        critic = [*policy, ("base_lin_vel", 3), ("base_height", 1), ("foot_contact", f)]
+        info = {
+            **super().deployment_info(),
+            "action_type": "joint_position",
+            "joint_names": list(r.joint_names),
+            "default_joint_pos": list(r.default_pose),
+            "action_scale": list(r.per_joint("action_scale")),
+            "action_offset": list(r.default_pose),
+        }
+        gains = position_gains(self.build_model(), r.joint_names)
+        if gains is not None:
+            info["joint_stiffness"], info["joint_damping"] = gains
+        info["observations"] = {
+            group: [observation_term(name, size) for name, size in terms]
+            for group, terms in (("policy", policy), ("critic", critic))
+        }
+        info["command_names"] = list(COMMAND_NAMES)
+        info["command_ranges"] = {
+            n: [-b, b] for n, b in zip(COMMAND_NAMES, c.command_bounds_max, strict=True)
+        }
+        if c.curriculum:
+            info["command_ranges_initial"] = {
+                n: [-b, b] for n, b in zip(COMMAND_NAMES, c.command_bounds, strict=True)
+            }
+        return info
 
     def curriculum(self) -> Curriculum | None:
         c = self.config
