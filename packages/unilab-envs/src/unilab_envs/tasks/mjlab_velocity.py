@@ -31,11 +31,11 @@ import mujoco_warp as mjw
 import numpy as np
 import warp as wp
 
-from unilab_envs._core.task import Capacity, Task, TaskContext, TaskSpec, observation_term
+from unilab_envs._core.task import Capacity, Task, TaskContext, TaskSpec
 from unilab_envs.tasks import _mjlab_kernels as K
 from unilab_envs.tasks import robots
 from unilab_envs.tasks.robots import RobotConfig
-from unilab_envs.tasks.velocity import COMMAND_NAMES, _ids, position_gains, robot_spec
+from unilab_envs.tasks.velocity import COMMAND_NAMES, joint_position_info, named_ids, robot_spec
 
 __all__ = [
     "MjlabVelocityConfig",
@@ -291,8 +291,8 @@ class MjlabVelocityTask(Task):
 
     def _index(self, mjm: mujoco.MjModel) -> None:
         r, c, path = self.robot, self.config, self.robot.mjcf
-        jids = _ids(mjm, mujoco.mjtObj.mjOBJ_JOINT, r.joint_names, "joints", path)
-        self._root = _ids(mjm, mujoco.mjtObj.mjOBJ_BODY, [r.base_body], "bodies", path)[0]
+        jids = named_ids(mjm, mujoco.mjtObj.mjOBJ_JOINT, r.joint_names, "joints", path)
+        self._root = named_ids(mjm, mujoco.mjtObj.mjOBJ_BODY, [r.base_body], "bodies", path)[0]
         free = [
             i for i in range(mjm.njnt) if mjm.jnt_bodyid[i] == self._root and mjm.jnt_type[i] == 0
         ]
@@ -303,8 +303,8 @@ class MjlabVelocityTask(Task):
             int(np.flatnonzero((mjm.actuator_trnid[:, 0] == jid) & (mjm.actuator_trntype == 0))[0])
             for jid in jids
         ]
-        sites = _ids(mjm, mujoco.mjtObj.mjOBJ_SITE, c.foot_sites, "sites", path)
-        geoms = _ids(mjm, mujoco.mjtObj.mjOBJ_GEOM, c.friction_geoms, "geoms", path)
+        sites = named_ids(mjm, mujoco.mjtObj.mjOBJ_SITE, c.foot_sites, "sites", path)
+        geoms = named_ids(mjm, mujoco.mjtObj.mjOBJ_GEOM, c.friction_geoms, "geoms", path)
 
         def sensor(name: str) -> int:
             return int(mjm.sensor_adr[mujoco.mj_name2id(mjm, mujoco.mjtObj.mjOBJ_SENSOR, name)])
@@ -313,7 +313,7 @@ class MjlabVelocityTask(Task):
             if mujoco.mj_name2id(mjm, mujoco.mjtObj.mjOBJ_SENSOR, name) < 0:
                 raise ValueError(f"MJCF {path!r} lacks the sensor {name!r}")
         self._imu = (sensor(c.imu_gyro), sensor(c.imu_velocimeter))
-        self._com_body, self._upright_body, self._ang_vel_body = _ids(
+        self._com_body, self._upright_body, self._ang_vel_body = named_ids(
             mjm, mujoco.mjtObj.mjOBJ_BODY, [c.com_body, c.upright_body, c.ang_vel_body],
             "bodies", path,
         )  # fmt: skip
@@ -463,18 +463,7 @@ class MjlabVelocityTask(Task):
         critic.append(("foot_contact_forces", 3 * f))
         info = {
             **super().deployment_info(),
-            "action_type": "joint_position",
-            "joint_names": list(r.joint_names),
-            "default_joint_pos": list(r.default_pose),
-            "action_scale": list(r.per_joint("action_scale")),
-            "action_offset": list(r.default_pose),
-        }
-        gains = position_gains(self.build_model(), r.joint_names)
-        if gains is not None:
-            info["joint_stiffness"], info["joint_damping"] = gains
-        info["observations"] = {
-            group: [observation_term(name, size) for name, size in terms]
-            for group, terms in (("policy", policy), ("critic", critic))
+            **joint_position_info(r, self.build_model(), {"policy": policy, "critic": critic}),
         }
 
         def ranges(stage: tuple) -> dict[str, list[float]]:

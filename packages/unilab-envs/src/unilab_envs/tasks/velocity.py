@@ -147,7 +147,7 @@ class VelocityConfig:
         return max(1, round(self.episode_length_s / self.step_dt))
 
 
-def _ids(mjm: mujoco.MjModel, obj: mujoco.mjtObj, names, what: str, path: str) -> list[int]:
+def named_ids(mjm: mujoco.MjModel, obj: mujoco.mjtObj, names, what: str, path: str) -> list[int]:
     ids = [mujoco.mj_name2id(mjm, obj, n) for n in names]
     missing = [n for n, i in zip(names, ids, strict=True) if i < 0]
     if missing:
@@ -179,6 +179,30 @@ def position_gains(
         kp.append(float(gain[0]))
         kv.append(float(-bias[2]))
     return kp, kv
+
+
+def joint_position_info(
+    robot: RobotConfig, mjm: mujoco.MjModel, observations: dict[str, list[tuple[str, int]]]
+) -> dict[str, Any]:
+    """The deployment facts of a task whose action is a joint position target around the
+    robot's default pose (`Task.deployment_info`): joints, default pose, scale and offset, the
+    compiled model's PD gains (when its actuators are position actuators) and the observation
+    terms, `observations` = {group: [(term, size), ...]} in the order the task writes them."""
+    info: dict[str, Any] = {
+        "action_type": "joint_position",
+        "joint_names": list(robot.joint_names),
+        "default_joint_pos": list(robot.default_pose),
+        "action_scale": list(robot.per_joint("action_scale")),
+        "action_offset": list(robot.default_pose),
+    }
+    gains = position_gains(mjm, robot.joint_names)
+    if gains is not None:
+        info["joint_stiffness"], info["joint_damping"] = gains
+    info["observations"] = {
+        group: [observation_term(name, size) for name, size in terms]
+        for group, terms in observations.items()
+    }
+    return info
 
 
 def build_robot_model(robot: RobotConfig) -> mujoco.MjModel:
@@ -273,8 +297,8 @@ class VelocityTask(Task):
 
     def _index(self, mjm: mujoco.MjModel) -> None:
         r, path = self.robot, self.robot.mjcf
-        jids = _ids(mjm, mujoco.mjtObj.mjOBJ_JOINT, r.joint_names, "joints", path)
-        base = _ids(mjm, mujoco.mjtObj.mjOBJ_BODY, [r.base_body], "bodies", path)[0]
+        jids = named_ids(mjm, mujoco.mjtObj.mjOBJ_JOINT, r.joint_names, "joints", path)
+        base = named_ids(mjm, mujoco.mjtObj.mjOBJ_BODY, [r.base_body], "bodies", path)[0]
         free = [
             i
             for i in range(mjm.njnt)
@@ -297,12 +321,12 @@ class VelocityTask(Task):
                     "(or give kp/kv in the robot config)"
                 )
             act_ids.append(acts[0])
-        feet = _ids(mjm, mujoco.mjtObj.mjOBJ_BODY, r.foot_bodies, "bodies", path)
+        feet = named_ids(mjm, mujoco.mjtObj.mjOBJ_BODY, r.foot_bodies, "bodies", path)
         term_names = (r.base_body,) if r.termination_bodies is None else r.termination_bodies
-        term = _ids(mjm, mujoco.mjtObj.mjOBJ_BODY, term_names, "bodies", path)
+        term = named_ids(mjm, mujoco.mjtObj.mjOBJ_BODY, term_names, "bodies", path)
         geom_foot = np.full(mjm.ngeom, -1, np.int32)
         if r.foot_geoms is not None:
-            foot_geoms = _ids(mjm, mujoco.mjtObj.mjOBJ_GEOM, r.foot_geoms, "geoms", path)
+            foot_geoms = named_ids(mjm, mujoco.mjtObj.mjOBJ_GEOM, r.foot_geoms, "geoms", path)
             geom_foot[foot_geoms] = np.arange(len(foot_geoms))
         else:
             for k, b in enumerate(feet):
@@ -382,18 +406,7 @@ class VelocityTask(Task):
         critic = [*policy, ("base_lin_vel", 3), ("base_height", 1), ("foot_contact", f)]
         info = {
             **super().deployment_info(),
-            "action_type": "joint_position",
-            "joint_names": list(r.joint_names),
-            "default_joint_pos": list(r.default_pose),
-            "action_scale": list(r.per_joint("action_scale")),
-            "action_offset": list(r.default_pose),
-        }
-        gains = position_gains(self.build_model(), r.joint_names)
-        if gains is not None:
-            info["joint_stiffness"], info["joint_damping"] = gains
-        info["observations"] = {
-            group: [observation_term(name, size) for name, size in terms]
-            for group, terms in (("policy", policy), ("critic", critic))
+            **joint_position_info(r, self.build_model(), {"policy": policy, "critic": critic}),
         }
         info["command_names"] = list(COMMAND_NAMES)
         info["command_ranges"] = {
