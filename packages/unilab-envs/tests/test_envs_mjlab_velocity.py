@@ -209,23 +209,6 @@ def test_random_actions_no_nan_and_resets(env):
     np.testing.assert_allclose(air / 0.005, np.round(air / 0.005), atol=1e-2)
 
 
-def test_training_defaults_are_mjlabs():
-    from unilab_integration._config import make_config
-
-    cfg = make_config("go1-velocity-flat", "ppo")
-    a = cfg.algo
-    assert cfg.env.num_envs == 4096 and cfg.runner.num_steps_per_env == 24
-    assert cfg.runner.iterations == 10_000 and cfg.runner.save_interval == 50
-    assert a.actor.hidden == (512, 256, 128) == a.critic.hidden
-    assert a.actor.activation == a.critic.activation == "elu"
-    assert a.actor.normalize_obs and a.critic.normalize_obs
-    assert a.policy.init_std == 1.0 and a.policy.std_param == "std"
-    assert (a.learning_rate, a.num_epochs, a.num_mini_batches) == (1e-3, 5, 4)
-    assert (a.clip_param, a.entropy_coef, a.value_loss_coef) == (0.2, 0.01, 1.0)
-    assert (a.gamma, a.lam, a.desired_kl, a.max_grad_norm) == (0.99, 0.95, 0.01, 1.0)
-    assert a.schedule == "adaptive" and a.use_clipped_value_loss
-
-
 def test_check_vec_env_and_state_dict_round_trip():
     import io
 
@@ -358,17 +341,6 @@ def test_g1_check_vec_env_and_state_dict_round_trip():
         np.testing.assert_array_equal(
             env.task.self_collision_force.numpy(), other.task.self_collision_force.numpy()
         )
-
-
-def test_g1_training_defaults_are_mjlabs():
-    from unilab_integration._config import make_config
-
-    g1, go1 = make_config("g1-velocity-flat", "ppo"), make_config("go1-velocity-flat", "ppo")
-    # unitree_g1_ppo_runner_cfg: unitree_go1_ppo_runner_cfg's values, 30k iterations
-    assert g1.runner.iterations == 30_000 and go1.runner.iterations == 10_000
-    assert g1.algo == go1.algo
-    assert g1.env.num_envs == 4096 and g1.runner.num_steps_per_env == 24
-    assert g1.runner.save_interval == 50
 
 
 def test_g1_self_collision_history_rolls_per_substep_and_clears_at_reset():
