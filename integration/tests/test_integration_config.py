@@ -9,6 +9,7 @@ import pytest
 
 from unilab_integration import (
     EnvConfig,
+    RunnerConfig,
     TrainConfig,
     apply_overrides,
     load_config,
@@ -70,8 +71,8 @@ def test_parse_value():
     ("override", "message"),
     [
         ("algo.learnin_rate=1", "unknown config key 'algo.learnin_rate'"),
-        ("env.scope=sideways", r"invalid value in 'env': 'scope' must be in \('per-rank', "),
-        ("runner.iterations=0", "iterations must be a positive integer"),
+        ("env.scope=sideways", "'env.scope' takes one of 'per-rank', 'global', not 'sideways'"),
+        ("runner.iterations=0", "'runner.iterations' takes a positive integer or null, not 0"),
         ("algo.use_clipped_value_loss=3", "takes true or false"),
         ("novalue", "must look like key.path=value"),
         ("algo..x=1", "empty key"),
@@ -81,6 +82,34 @@ def test_bad_overrides_are_refused(override, message):
     cfg = make_config("cartpole-balance", "ppo")
     with pytest.raises((ValueError, TypeError), match=message):
         apply_overrides(cfg, [override])
+
+
+@pytest.mark.parametrize(
+    ("override", "message"),
+    [
+        ("env.num_envs=0", "'env.num_envs' takes a positive integer, not 0"),
+        ("runner.keep_every=-1", "'runner.keep_every' takes a non-negative integer, not -1"),
+        ("runner.eval_envs=0", "'runner.eval_envs' takes a positive integer or null, not 0"),
+        ("runner.matmul_precision=low", "'runner.matmul_precision' takes one of 'highest', "),
+        ("runner.curriculum_sync=rank1", "takes one of 'local', 'rank0', 'global', not 'rank1'"),
+        ("launch.timeout=0", "'launch.timeout' takes a positive number, not 0.0"),
+        ("launch.cpu_workers=-2", "'launch.cpu_workers' takes a positive integer or null, not -2"),
+        ("algo_name=sac", "'algo_name' takes one of 'ppo', 'distill', 'fastsac', not 'sac'"),
+    ],
+)
+def test_validators_name_the_field_what_it_takes_and_the_value(override, message):
+    """One set of validators (`_validators`): the dotted key through an override, in the
+    words of the type errors; built directly, the class and field."""
+    from unilab_integration._validators import FieldValueError
+
+    cfg = make_config("cartpole-balance", "ppo")
+    with pytest.raises(FieldValueError) as info:
+        apply_overrides(cfg, [override])
+    assert message in str(info.value) and isinstance(info.value, ValueError)
+    with pytest.raises(ValueError, match=r"^'EnvConfig.num_envs' takes a positive integer, not 0$"):
+        EnvConfig(task="t", num_envs=0)
+    with pytest.raises(ValueError, match=r"'RunnerConfig.seed' takes an integer, not True"):
+        RunnerConfig(seed=True)
 
 
 def test_unknown_algorithm_and_preset():

@@ -22,6 +22,15 @@ import attrs
 
 from ._algorithms import ALGORITHMS, algorithm_spec
 from ._overrides import apply_overrides, config_from_dict, config_to_dict
+from ._validators import (
+    integer,
+    non_negative_int,
+    one_of,
+    optional,
+    positive_int,
+    positive_number,
+    text,
+)
 
 __all__ = [
     "PRESETS",
@@ -37,16 +46,7 @@ __all__ = [
 PRESETS = ("default", "rsl_rl")
 ENV_SCOPES = ("per-rank", "global")
 CURRICULUM_SYNC = ("local", "rank0", "global")
-
-
-def _positive(_inst: Any, attribute: attrs.Attribute, value: Any) -> None:
-    if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 1):
-        raise ValueError(f"{attribute.name} must be a positive integer, got {value!r}")
-
-
-def _non_negative(_inst: Any, attribute: attrs.Attribute, value: Any) -> None:
-    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-        raise ValueError(f"{attribute.name} must be a non-negative integer, got {value!r}")
+MATMUL_PRECISIONS = ("highest", "high", "medium")
 
 
 @attrs.frozen(kw_only=True)
@@ -58,9 +58,9 @@ class EnvConfig:
     refused). `kwargs` go to `unilab_envs.make(task, **kwargs)`.
     """
 
-    task: str = attrs.field(validator=attrs.validators.instance_of(str))
-    num_envs: int = attrs.field(default=64, validator=_positive)
-    scope: str = attrs.field(default="per-rank", validator=attrs.validators.in_(ENV_SCOPES))
+    task: str = attrs.field(validator=text)
+    num_envs: int = attrs.field(default=64, validator=positive_int)
+    scope: str = attrs.field(default="per-rank", validator=one_of(*ENV_SCOPES))
     kwargs: dict[str, Any] = attrs.field(factory=dict)
 
     def per_rank(self, world_size: int) -> int:
@@ -115,29 +115,25 @@ class RunnerConfig:
     that differ; each check's seconds are logged as `perf/check_replicas_s`.
     """
 
-    seed: int = attrs.field(default=0, validator=attrs.validators.instance_of(int))
-    iterations: int | None = attrs.field(default=None, validator=_positive)
-    env_steps: int | None = attrs.field(default=None, validator=_positive)
+    seed: int = attrs.field(default=0, validator=integer)
+    iterations: int | None = attrs.field(default=None, validator=optional(positive_int))
+    env_steps: int | None = attrs.field(default=None, validator=optional(positive_int))
     until_solved: bool = False
-    solved_patience: int = attrs.field(default=2, validator=_positive)
-    num_steps_per_env: int = attrs.field(default=24, validator=_positive)
-    save_interval: int = attrs.field(default=50, validator=_positive)
-    keep_checkpoints: int = attrs.field(default=5, validator=_non_negative)
-    keep_every: int = attrs.field(default=10, validator=_non_negative)
-    curriculum_sync: str = attrs.field(
-        default="global", validator=attrs.validators.in_(CURRICULUM_SYNC)
-    )
+    solved_patience: int = attrs.field(default=2, validator=positive_int)
+    num_steps_per_env: int = attrs.field(default=24, validator=positive_int)
+    save_interval: int = attrs.field(default=50, validator=positive_int)
+    keep_checkpoints: int = attrs.field(default=5, validator=non_negative_int)
+    keep_every: int = attrs.field(default=10, validator=non_negative_int)
+    curriculum_sync: str = attrs.field(default="global", validator=one_of(*CURRICULUM_SYNC))
     check_finite: bool = True
     deterministic: bool = False
-    matmul_precision: str = attrs.field(
-        default="highest", validator=attrs.validators.in_(("highest", "high", "medium"))
-    )
+    matmul_precision: str = attrs.field(default="highest", validator=one_of(*MATMUL_PRECISIONS))
     teacher: str | None = None
     imports: tuple[str, ...] = ()
     save_replay: bool = False
-    eval_interval: int = attrs.field(default=0, validator=_non_negative)
-    eval_envs: int | None = attrs.field(default=None, validator=_positive)
-    check_replicas_interval: int = attrs.field(default=0, validator=_non_negative)
+    eval_interval: int = attrs.field(default=0, validator=non_negative_int)
+    eval_envs: int | None = attrs.field(default=None, validator=optional(positive_int))
+    check_replicas_interval: int = attrs.field(default=0, validator=non_negative_int)
     log_dir: str = "runs"
     run_name: str | None = None
     progress: bool = True
@@ -153,9 +149,9 @@ class LaunchSettings:
     """
 
     gpus: str | None = attrs.field(default=None, converter=attrs.converters.optional(str))
-    cpu_workers: int | None = attrs.field(default=None, validator=_positive)
+    cpu_workers: int | None = attrs.field(default=None, validator=optional(positive_int))
     hosts: str | None = None
-    timeout: float = attrs.field(default=120.0, validator=attrs.validators.gt(0))
+    timeout: float = attrs.field(default=120.0, validator=positive_number)
 
     def __attrs_post_init__(self) -> None:
         if self.gpus is not None and self.cpu_workers is not None:
@@ -166,8 +162,8 @@ class LaunchSettings:
 class TrainConfig:
     """Everything one training run needs; saved as config.json in the run directory."""
 
-    algo_name: str = attrs.field(validator=attrs.validators.in_(tuple(ALGORITHMS)))
-    preset: str = attrs.field(default="default", validator=attrs.validators.in_(PRESETS))
+    algo_name: str = attrs.field(validator=one_of(*ALGORITHMS))
+    preset: str = attrs.field(default="default", validator=one_of(*PRESETS))
     env: EnvConfig
     algo: Any
     runner: RunnerConfig = attrs.field(factory=RunnerConfig)
