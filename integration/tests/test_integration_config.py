@@ -87,7 +87,7 @@ def test_bad_overrides_are_refused(override, message):
 @pytest.mark.parametrize(
     ("override", "message"),
     [
-        ("env.num_envs=0", "'env.num_envs' takes a positive integer, not 0"),
+        ("env.num_envs=0", "'env.num_envs' takes a positive integer or null, not 0"),
         ("runner.keep_every=-1", "'runner.keep_every' takes a non-negative integer, not -1"),
         ("runner.eval_envs=0", "'runner.eval_envs' takes a positive integer or null, not 0"),
         ("runner.matmul_precision=low", "'runner.matmul_precision' takes one of 'highest', "),
@@ -106,7 +106,9 @@ def test_validators_name_the_field_what_it_takes_and_the_value(override, message
     with pytest.raises(FieldValueError) as info:
         apply_overrides(cfg, [override])
     assert message in str(info.value) and isinstance(info.value, ValueError)
-    with pytest.raises(ValueError, match=r"^'EnvConfig.num_envs' takes a positive integer, not 0$"):
+    with pytest.raises(
+        ValueError, match=r"^'EnvConfig.num_envs' takes a positive integer or null, not 0$"
+    ):
         EnvConfig(task="t", num_envs=0)
     with pytest.raises(ValueError, match=r"'RunnerConfig.seed' takes an integer, not True"):
         RunnerConfig(seed=True)
