@@ -5,10 +5,12 @@ from __future__ import annotations
 import json
 import re
 
+import attrs
 import pytest
 
 from unilab_integration import (
     EnvConfig,
+    LaunchSettings,
     RunnerConfig,
     TrainConfig,
     apply_overrides,
@@ -221,3 +223,62 @@ def test_none_default_config_field_is_built_from_its_declared_type():
     data["algo"]["rnd"]["num_outputs"] = "16"
     with pytest.raises(TypeError, match=r"'algo.rnd.num_outputs' takes an integer, not '16'"):
         TrainConfig.from_dict(data)
+
+
+@pytest.mark.parametrize(
+    ("launch", "present", "world"),
+    [
+        ({"cpu_workers": 3}, 2, (3, "cpu")),
+        ({"cpu_workers": 2, "hosts": "a, b"}, 0, (4, "cpu")),
+        ({}, 0, (1, "cpu")),
+        ({"hosts": "a,b,c"}, 0, (3, "cpu")),
+        ({}, 4, (4, "cuda")),
+        ({"gpus": "all", "hosts": "a,b"}, 4, (8, "cuda")),
+        ({"gpus": " 1 , 0 "}, 2, (2, "cuda")),
+        ({"gpus": "3", "hosts": "a,b"}, 0, (2, "cuda")),  # the other hosts' GPUs: not checked
+    ],
+)
+def test_plan_world_reads_launch_settings_with_the_launchers_parsers(
+    monkeypatch, launch, present, world
+):
+    from unilab_integration import _train
+
+    monkeypatch.setattr(_train, "_visible_gpus", lambda: present)
+    cfg = attrs.evolve(make_config("cartpole-balance", "ppo"), launch=LaunchSettings(**launch))
+    assert _train.plan_world(cfg) == world
+
+
+@pytest.mark.parametrize(
+    ("launch", "message"),
+    [
+        ({"gpus": "0,x"}, "--gpus: malformed GPU list '0,x': use 'all' or indices like '0,1'"),
+        ({"gpus": "0,"}, "--gpus: malformed GPU list '0,': use 'all' or indices like '0,1'"),
+        ({"gpus": "1,1"}, "--gpus: GPU indices must be distinct, got [1, 1]"),
+        ({"gpus": "-1"}, "--gpus: GPU indices must be >= 0, got [-1]"),
+        ({"gpus": "0,2"}, "--gpus 0,2 asks for GPU 2 but only 2 GPU(s) are visible"),
+        ({"gpus": "all", "hosts": "a"}, "--gpus all: no CUDA GPU is visible"),
+        ({"hosts": "a,,b"}, "--hosts: malformed host list: empty host name in 'a,,b'"),
+        ({"hosts": "a,a", "cpu_workers": 1}, "--hosts: malformed host list: ['a'] appear more"),
+        ({"hosts": "a b"}, "--hosts: malformed host list: 'a b' in 'a b' is not a host name"),
+    ],
+)
+def test_plan_world_refuses_what_the_launcher_would(monkeypatch, launch, message):
+    from unilab_integration import _train
+
+    monkeypatch.setattr(_train, "_visible_gpus", lambda: 2 if "hosts" not in launch else 0)
+    cfg = attrs.evolve(make_config("cartpole-balance", "ppo"), launch=LaunchSettings(**launch))
+    with pytest.raises(ValueError) as info:
+        _train.plan_world(cfg)
+    assert message in str(info.value)
+
+
+def test_plan_world_counts_the_slurm_allocations_nodes(monkeypatch, tmp_path):
+    from unilab_integration import _train
+    from unilab_launch.testing import fake_slurm_env
+
+    for name, value in fake_slurm_env(tmp_path, ["n1", "n2", "n3"]).items():
+        monkeypatch.setenv(name, value)
+    cfg = apply_overrides(make_config("cartpole-balance", "ppo"), ["launch.cpu_workers=2"])
+    cfg = apply_overrides(cfg, ["launch.hosts=slurm"])
+    assert _train.plan_world(cfg) == (6, "cpu")
+    assert _train.with_slurm_hosts(cfg).launch.hosts == "n1,n2,n3"
