@@ -110,3 +110,31 @@ def test_list(capsys):
     out = capsys.readouterr().out
     for name in ("cartpole-balance", "cartpole-swingup", "ppo", "distill", "fastsac", "rsl_rl"):
         assert name in out
+
+
+USER_TASK = ("--set", 'runner.imports=["_unilab_user_task"]')
+
+
+def test_a_task_without_defaults_needs_num_envs_and_env_scope(capsys, tmp_path):
+    """No silent 64 envs: a user task with no registered defaults is refused (exit 2, nothing
+    written) until --num-envs and --env-scope give its env count."""
+    argv = ["train", "user-cartpole", "--cpu-workers", "1", "--iterations", "1", *USER_TASK]
+    assert main([*argv, "--log-dir", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert (
+        "error: task 'user-cartpole' has no default env count: give --num-envs N with "
+        "--env-scope per-rank|global (env.num_envs, env.scope), or register the task's "
+        "defaults (unilab_integration.register_task_defaults)\n"
+    ) in err
+    assert list(tmp_path.iterdir()) == []
+    given = [*argv, "--num-envs", "6", "--env-scope", "global", "--print-config"]
+    assert main(given) == 0
+    env = json.loads(capsys.readouterr().out)["env"]
+    assert (env["num_envs"], env["scope"]) == (6, "global")
+
+
+def test_a_user_task_provides_its_defaults_through_runner_imports(capsys):
+    assert main(["train", "user-cartpole-small", *USER_TASK, "--print-config"]) == 0
+    cfg = json.loads(capsys.readouterr().out)
+    assert cfg["env"]["num_envs"] == 8 and cfg["runner"]["num_steps_per_env"] == 4
+    assert cfg["runner"]["imports"] == ["_unilab_user_task"]

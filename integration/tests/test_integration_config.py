@@ -5,10 +5,13 @@ from __future__ import annotations
 import json
 import re
 
+import attrs
 import pytest
 
 from unilab_integration import (
     EnvConfig,
+    LaunchSettings,
+    RunnerConfig,
     TrainConfig,
     apply_overrides,
     load_config,
@@ -70,8 +73,8 @@ def test_parse_value():
     ("override", "message"),
     [
         ("algo.learnin_rate=1", "unknown config key 'algo.learnin_rate'"),
-        ("env.scope=sideways", r"invalid value in 'env': 'scope' must be in \('per-rank', "),
-        ("runner.iterations=0", "iterations must be a positive integer"),
+        ("env.scope=sideways", "'env.scope' takes one of 'per-rank', 'global', not 'sideways'"),
+        ("runner.iterations=0", "'runner.iterations' takes a positive integer or null, not 0"),
         ("algo.use_clipped_value_loss=3", "takes true or false"),
         ("novalue", "must look like key.path=value"),
         ("algo..x=1", "empty key"),
@@ -81,6 +84,36 @@ def test_bad_overrides_are_refused(override, message):
     cfg = make_config("cartpole-balance", "ppo")
     with pytest.raises((ValueError, TypeError), match=message):
         apply_overrides(cfg, [override])
+
+
+@pytest.mark.parametrize(
+    ("override", "message"),
+    [
+        ("env.num_envs=0", "'env.num_envs' takes a positive integer or null, not 0"),
+        ("runner.keep_every=-1", "'runner.keep_every' takes a non-negative integer, not -1"),
+        ("runner.eval_envs=0", "'runner.eval_envs' takes a positive integer or null, not 0"),
+        ("runner.matmul_precision=low", "'runner.matmul_precision' takes one of 'highest', "),
+        ("runner.curriculum_sync=rank1", "takes one of 'local', 'rank0', 'global', not 'rank1'"),
+        ("launch.timeout=0", "'launch.timeout' takes a positive number, not 0.0"),
+        ("launch.cpu_workers=-2", "'launch.cpu_workers' takes a positive integer or null, not -2"),
+        ("algo_name=sac", "'algo_name' takes one of 'ppo', 'distill', 'fastsac', not 'sac'"),
+    ],
+)
+def test_validators_name_the_field_what_it_takes_and_the_value(override, message):
+    """One set of validators (`_validators`): the dotted key through an override, in the
+    words of the type errors; built directly, the class and field."""
+    from unilab_integration._validators import FieldValueError
+
+    cfg = make_config("cartpole-balance", "ppo")
+    with pytest.raises(FieldValueError) as info:
+        apply_overrides(cfg, [override])
+    assert message in str(info.value) and isinstance(info.value, ValueError)
+    with pytest.raises(
+        ValueError, match=r"^'EnvConfig.num_envs' takes a positive integer or null, not 0$"
+    ):
+        EnvConfig(task="t", num_envs=0)
+    with pytest.raises(ValueError, match=r"'RunnerConfig.seed' takes an integer, not True"):
+        RunnerConfig(seed=True)
 
 
 def test_unknown_algorithm_and_preset():
@@ -190,3 +223,62 @@ def test_none_default_config_field_is_built_from_its_declared_type():
     data["algo"]["rnd"]["num_outputs"] = "16"
     with pytest.raises(TypeError, match=r"'algo.rnd.num_outputs' takes an integer, not '16'"):
         TrainConfig.from_dict(data)
+
+
+@pytest.mark.parametrize(
+    ("launch", "present", "world"),
+    [
+        ({"cpu_workers": 3}, 2, (3, "cpu")),
+        ({"cpu_workers": 2, "hosts": "a, b"}, 0, (4, "cpu")),
+        ({}, 0, (1, "cpu")),
+        ({"hosts": "a,b,c"}, 0, (3, "cpu")),
+        ({}, 4, (4, "cuda")),
+        ({"gpus": "all", "hosts": "a,b"}, 4, (8, "cuda")),
+        ({"gpus": " 1 , 0 "}, 2, (2, "cuda")),
+        ({"gpus": "3", "hosts": "a,b"}, 0, (2, "cuda")),  # the other hosts' GPUs: not checked
+    ],
+)
+def test_plan_world_reads_launch_settings_with_the_launchers_parsers(
+    monkeypatch, launch, present, world
+):
+    from unilab_integration import _train
+
+    monkeypatch.setattr(_train, "_visible_gpus", lambda: present)
+    cfg = attrs.evolve(make_config("cartpole-balance", "ppo"), launch=LaunchSettings(**launch))
+    assert _train.plan_world(cfg) == world
+
+
+@pytest.mark.parametrize(
+    ("launch", "message"),
+    [
+        ({"gpus": "0,x"}, "--gpus: malformed GPU list '0,x': use 'all' or indices like '0,1'"),
+        ({"gpus": "0,"}, "--gpus: malformed GPU list '0,': use 'all' or indices like '0,1'"),
+        ({"gpus": "1,1"}, "--gpus: GPU indices must be distinct, got [1, 1]"),
+        ({"gpus": "-1"}, "--gpus: GPU indices must be >= 0, got [-1]"),
+        ({"gpus": "0,2"}, "--gpus 0,2 asks for GPU 2 but only 2 GPU(s) are visible"),
+        ({"gpus": "all", "hosts": "a"}, "--gpus all: no CUDA GPU is visible"),
+        ({"hosts": "a,,b"}, "--hosts: malformed host list: empty host name in 'a,,b'"),
+        ({"hosts": "a,a", "cpu_workers": 1}, "--hosts: malformed host list: ['a'] appear more"),
+        ({"hosts": "a b"}, "--hosts: malformed host list: 'a b' in 'a b' is not a host name"),
+    ],
+)
+def test_plan_world_refuses_what_the_launcher_would(monkeypatch, launch, message):
+    from unilab_integration import _train
+
+    monkeypatch.setattr(_train, "_visible_gpus", lambda: 2 if "hosts" not in launch else 0)
+    cfg = attrs.evolve(make_config("cartpole-balance", "ppo"), launch=LaunchSettings(**launch))
+    with pytest.raises(ValueError) as info:
+        _train.plan_world(cfg)
+    assert message in str(info.value)
+
+
+def test_plan_world_counts_the_slurm_allocations_nodes(monkeypatch, tmp_path):
+    from unilab_integration import _train
+    from unilab_launch.testing import fake_slurm_env
+
+    for name, value in fake_slurm_env(tmp_path, ["n1", "n2", "n3"]).items():
+        monkeypatch.setenv(name, value)
+    cfg = apply_overrides(make_config("cartpole-balance", "ppo"), ["launch.cpu_workers=2"])
+    cfg = apply_overrides(cfg, ["launch.hosts=slurm"])
+    assert _train.plan_world(cfg) == (6, "cpu")
+    assert _train.with_slurm_hosts(cfg).launch.hosts == "n1,n2,n3"

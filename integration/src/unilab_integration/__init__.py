@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     from ._runners import OffPolicyRunner as OffPolicyRunner
     from ._runners import OnPolicyRunner as OnPolicyRunner
     from ._runners import make_runner as make_runner
+    from ._task_defaults import register_task_defaults as register_task_defaults
     from ._train import train as train
     from ._train import train_worker as train_worker
     from ._train import validate as validate
@@ -69,6 +70,7 @@ __all__ = [
     "make_config",
     "make_runner",
     "play",
+    "register_task_defaults",
     "resolve_checkpoint",
     "save_checkpoint",
     "save_config",
@@ -102,6 +104,7 @@ _LAZY = {
     "OffPolicyRunner": "._runners",
     "OnPolicyRunner": "._runners",
     "make_runner": "._runners",
+    "register_task_defaults": "._task_defaults",
     "train": "._train",
     "train_worker": "._train",
     "validate": "._train",

@@ -21,7 +21,17 @@ from typing import Any
 import attrs
 
 from ._algorithms import ALGORITHMS, algorithm_spec
-from ._overrides import apply_overrides, config_from_dict, config_to_dict
+from ._overrides import config_from_dict, config_to_dict
+from ._task_defaults import task_defaults
+from ._validators import (
+    integer,
+    non_negative_int,
+    one_of,
+    optional,
+    positive_int,
+    positive_number,
+    text,
+)
 
 __all__ = [
     "PRESETS",
@@ -37,16 +47,7 @@ __all__ = [
 PRESETS = ("default", "rsl_rl")
 ENV_SCOPES = ("per-rank", "global")
 CURRICULUM_SYNC = ("local", "rank0", "global")
-
-
-def _positive(_inst: Any, attribute: attrs.Attribute, value: Any) -> None:
-    if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 1):
-        raise ValueError(f"{attribute.name} must be a positive integer, got {value!r}")
-
-
-def _non_negative(_inst: Any, attribute: attrs.Attribute, value: Any) -> None:
-    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-        raise ValueError(f"{attribute.name} must be a non-negative integer, got {value!r}")
+MATMUL_PRECISIONS = ("highest", "high", "medium")
 
 
 @attrs.frozen(kw_only=True)
@@ -55,16 +56,25 @@ class EnvConfig:
 
     `num_envs` is per rank when `scope == "per-rank"` (RSL-RL/MJLab: W*N in total) and the
     total when `scope == "global"` (split evenly; a count not divisible by the world size is
-    refused). `kwargs` go to `unilab_envs.make(task, **kwargs)`.
+    refused). None (the default, and a task without defaults): not given, which training
+    refuses, asking for `--num-envs` and `--env-scope`. `kwargs` go to
+    `unilab_envs.make(task, **kwargs)`.
     """
 
-    task: str = attrs.field(validator=attrs.validators.instance_of(str))
-    num_envs: int = attrs.field(default=64, validator=_positive)
-    scope: str = attrs.field(default="per-rank", validator=attrs.validators.in_(ENV_SCOPES))
+    task: str = attrs.field(validator=text)
+    num_envs: int | None = attrs.field(default=None, validator=optional(positive_int))
+    scope: str = attrs.field(default="per-rank", validator=one_of(*ENV_SCOPES))
     kwargs: dict[str, Any] = attrs.field(factory=dict)
 
     def per_rank(self, world_size: int) -> int:
-        """Envs on each rank for `world_size` ranks (ValueError if a global count won't split)."""
+        """Envs on each rank for `world_size` ranks (ValueError if a global count won't split,
+        or if there is no count: a task without defaults)."""
+        if self.num_envs is None:
+            raise ValueError(
+                f"task '{self.task}' has no default env count: give --num-envs N with "
+                "--env-scope per-rank|global (env.num_envs, env.scope), or register the "
+                "task's defaults (unilab_integration.register_task_defaults)"
+            )
         if self.scope == "per-rank":
             return self.num_envs
         if self.num_envs % world_size:
@@ -115,29 +125,25 @@ class RunnerConfig:
     that differ; each check's seconds are logged as `perf/check_replicas_s`.
     """
 
-    seed: int = attrs.field(default=0, validator=attrs.validators.instance_of(int))
-    iterations: int | None = attrs.field(default=None, validator=_positive)
-    env_steps: int | None = attrs.field(default=None, validator=_positive)
+    seed: int = attrs.field(default=0, validator=integer)
+    iterations: int | None = attrs.field(default=None, validator=optional(positive_int))
+    env_steps: int | None = attrs.field(default=None, validator=optional(positive_int))
     until_solved: bool = False
-    solved_patience: int = attrs.field(default=2, validator=_positive)
-    num_steps_per_env: int = attrs.field(default=24, validator=_positive)
-    save_interval: int = attrs.field(default=50, validator=_positive)
-    keep_checkpoints: int = attrs.field(default=5, validator=_non_negative)
-    keep_every: int = attrs.field(default=10, validator=_non_negative)
-    curriculum_sync: str = attrs.field(
-        default="global", validator=attrs.validators.in_(CURRICULUM_SYNC)
-    )
+    solved_patience: int = attrs.field(default=2, validator=positive_int)
+    num_steps_per_env: int = attrs.field(default=24, validator=positive_int)
+    save_interval: int = attrs.field(default=50, validator=positive_int)
+    keep_checkpoints: int = attrs.field(default=5, validator=non_negative_int)
+    keep_every: int = attrs.field(default=10, validator=non_negative_int)
+    curriculum_sync: str = attrs.field(default="global", validator=one_of(*CURRICULUM_SYNC))
     check_finite: bool = True
     deterministic: bool = False
-    matmul_precision: str = attrs.field(
-        default="highest", validator=attrs.validators.in_(("highest", "high", "medium"))
-    )
+    matmul_precision: str = attrs.field(default="highest", validator=one_of(*MATMUL_PRECISIONS))
     teacher: str | None = None
     imports: tuple[str, ...] = ()
     save_replay: bool = False
-    eval_interval: int = attrs.field(default=0, validator=_non_negative)
-    eval_envs: int | None = attrs.field(default=None, validator=_positive)
-    check_replicas_interval: int = attrs.field(default=0, validator=_non_negative)
+    eval_interval: int = attrs.field(default=0, validator=non_negative_int)
+    eval_envs: int | None = attrs.field(default=None, validator=optional(positive_int))
+    check_replicas_interval: int = attrs.field(default=0, validator=non_negative_int)
     log_dir: str = "runs"
     run_name: str | None = None
     progress: bool = True
@@ -153,9 +159,9 @@ class LaunchSettings:
     """
 
     gpus: str | None = attrs.field(default=None, converter=attrs.converters.optional(str))
-    cpu_workers: int | None = attrs.field(default=None, validator=_positive)
+    cpu_workers: int | None = attrs.field(default=None, validator=optional(positive_int))
     hosts: str | None = None
-    timeout: float = attrs.field(default=120.0, validator=attrs.validators.gt(0))
+    timeout: float = attrs.field(default=120.0, validator=positive_number)
 
     def __attrs_post_init__(self) -> None:
         if self.gpus is not None and self.cpu_workers is not None:
@@ -166,8 +172,8 @@ class LaunchSettings:
 class TrainConfig:
     """Everything one training run needs; saved as config.json in the run directory."""
 
-    algo_name: str = attrs.field(validator=attrs.validators.in_(tuple(ALGORITHMS)))
-    preset: str = attrs.field(default="default", validator=attrs.validators.in_(PRESETS))
+    algo_name: str = attrs.field(validator=one_of(*ALGORITHMS))
+    preset: str = attrs.field(default="default", validator=one_of(*PRESETS))
     env: EnvConfig
     algo: Any
     runner: RunnerConfig = attrs.field(factory=RunnerConfig)
@@ -200,88 +206,10 @@ class TrainConfig:
         return config_from_dict(template, data)
 
 
-# Per-task defaults layered under the presets (dotted keys, as on the command line):
-# TASK_DEFAULTS[task]["*"] for every algorithm, TASK_DEFAULTS[task][algo] for one.
-_SMALL_PPO = {
-    "algo.actor.hidden": [64, 64],
-    "algo.critic.hidden": [64, 64],
-    "algo.num_mini_batches": 4,
-    "algo.num_epochs": 5,
-    "algo.learning_rate": 1e-3,
-}
-_SMALL_SAC = {
-    "algo.actor_hidden": [128, 128],
-    "algo.critic_hidden": [128, 128],
-    "algo.batch_size": 512,
-    "algo.num_updates": 2,
-    "algo.transitions_per_env": 512,
-    "algo.v_min": -10.0,
-    "algo.v_max": 600.0,
-}
-# MJLab 1.6.0's RSL-RL PPO settings of its velocity tasks (rl_cfg.py of go1 and g1: the same).
-_MJLAB_PPO = {
-    "algo.actor.hidden": [512, 256, 128],
-    "algo.critic.hidden": [512, 256, 128],
-    "algo.actor.activation": "elu",
-    "algo.critic.activation": "elu",
-    "algo.actor.normalize_obs": True,
-    "algo.critic.normalize_obs": True,
-    "algo.policy.init_std": 1.0,
-    "algo.policy.std_param": "std",
-    "algo.value_loss_coef": 1.0,
-    "algo.use_clipped_value_loss": True,
-    "algo.clip_param": 0.2,
-    "algo.entropy_coef": 0.01,
-    "algo.num_epochs": 5,
-    "algo.num_mini_batches": 4,
-    "algo.learning_rate": 1e-3,
-    "algo.schedule": "adaptive",
-    "algo.gamma": 0.99,
-    "algo.lam": 0.95,
-    "algo.desired_kl": 0.01,
-    "algo.max_grad_norm": 1.0,
-}
-TASK_DEFAULTS: dict[str, dict[str, dict[str, Any]]] = {
-    "cartpole-balance": {
-        "*": {"env.num_envs": 64, "runner.num_steps_per_env": 32, "runner.save_interval": 20},
-        "ppo": _SMALL_PPO,
-        "distill": {"algo.student.hidden": [64, 64]},
-        "fastsac": _SMALL_SAC,
-    },
-    "cartpole-swingup": {
-        "*": {"env.num_envs": 64, "runner.num_steps_per_env": 32, "runner.save_interval": 20},
-        "ppo": _SMALL_PPO,
-        "distill": {"algo.student.hidden": [64, 64]},
-        "fastsac": _SMALL_SAC,
-    },
-    "quadruped-velocity": {"*": {"env.num_envs": 4096, "runner.num_steps_per_env": 24}},
-    "humanoid-velocity": {"*": {"env.num_envs": 4096, "runner.num_steps_per_env": 24}},
-    # MJLab 1.6.0 tasks/velocity/config/go1/rl_cfg.py (unitree_go1_ppo_runner_cfg).
-    "go1-velocity-flat": {
-        "*": {
-            "env.num_envs": 4096,
-            "runner.num_steps_per_env": 24,
-            "runner.iterations": 10_000,
-            "runner.save_interval": 50,
-        },
-        "ppo": _MJLAB_PPO,
-    },
-    # MJLab 1.6.0 tasks/velocity/config/g1/rl_cfg.py (unitree_g1_ppo_runner_cfg): Go1's
-    # except 30k iterations.
-    "g1-velocity-flat": {
-        "*": {
-            "env.num_envs": 4096,
-            "runner.num_steps_per_env": 24,
-            "runner.iterations": 30_000,
-            "runner.save_interval": 50,
-        },
-        "ppo": _MJLAB_PPO,
-    },
-}
-
-
 def make_config(task: str, algo_name: str, *, preset: str = "default") -> TrainConfig:
-    """The composed config of `task` x `algo_name` x `preset` (no task lookup happens here)."""
+    """The composed config of `task` x `algo_name` x `preset`: the algorithm's preset config,
+    then the task's defaults (`register_task_defaults`; none: no env count). No task lookup
+    happens here."""
     if preset not in PRESETS:
         raise ValueError(f"unknown preset '{preset}'; presets: {', '.join(PRESETS)}")
     spec = algorithm_spec(algo_name)
@@ -292,9 +220,20 @@ def make_config(task: str, algo_name: str, *, preset: str = "default") -> TrainC
     cfg = TrainConfig(
         algo_name=algo_name, preset=preset, env=EnvConfig(task=task), algo=algo, runner=runner
     )
-    table = TASK_DEFAULTS.get(task, {})
-    defaults = {**table.get("*", {}), **table.get(algo_name, {})}
-    return apply_overrides(cfg, [f"{k}={json.dumps(v)}" for k, v in defaults.items()])
+    defaults = task_defaults(task)
+    if defaults is None:
+        return cfg  # no env count: EnvConfig.per_rank asks for --num-envs and --env-scope
+    out = defaults(cfg)
+    if not isinstance(out, TrainConfig) or (out.task, out.algo_name, out.preset) != (
+        task,
+        algo_name,
+        preset,
+    ):
+        raise TypeError(
+            f"the defaults of task '{task}' ({defaults.__qualname__}) must return its "
+            f"TrainConfig changed (same task, algorithm and preset), not {type(out).__name__}"
+        )
+    return out
 
 
 def save_config(config: TrainConfig, path: str | os.PathLike) -> None:

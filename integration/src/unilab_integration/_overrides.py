@@ -6,7 +6,9 @@ type* (`typing.get_type_hints`): `bool`, `int`, `float`, `str`, `Literal[...]`, 
 `X | None`, dicts and nested attrs classes, so a field whose default is None (e.g.
 `PPOConfig.rnd: RNDConfig | None`) still becomes its config class. A field typed `Any` takes
 the type of the template's current value. A value of the wrong type raises TypeError naming
-the field, the type it takes and the value given.
+the field, the type it takes and the value given; a value the config's validators refuse
+(`_validators`) raises ValueError in the same words ("'runner.iterations' takes a positive
+integer, not 0").
 """
 
 from __future__ import annotations
@@ -21,6 +23,8 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 import attrs
+
+from ._validators import FieldValueError
 
 __all__ = ["apply_overrides", "config_from_dict", "config_to_dict", "parse_value"]
 
@@ -131,6 +135,8 @@ def _apply_tree(cls: type, config: Any, tree: Mapping[str, Any], prefix: str) ->
         changes[key] = _build(hints.get(key, Any), current, value, full)
     try:
         return attrs.evolve(config, **changes) if config is not None else cls(**changes)
+    except FieldValueError as e:  # one field refused its value: name it by its dotted key
+        raise e.at(f"{prefix}.{e.field}" if prefix else e.field) from None
     except (ValueError, TypeError) as e:
         where = prefix or cls.__name__
         first = e.args[0] if e.args and isinstance(e.args[0], str) else str(e)  # attrs: (msg, ...)

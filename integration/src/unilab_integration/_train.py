@@ -42,42 +42,66 @@ def _visible_gpus() -> int:
 
 
 def plan_world(config: TrainConfig) -> tuple[int, str]:
-    """(world size, device kind "cuda"|"cpu") the launch settings ask for, validated."""
-    launch = config.launch
-    hosts = 1 if launch.hosts is None else len([h for h in launch.hosts.split(",") if h.strip()])
+    """(world size, device kind "cuda"|"cpu") the launch settings ask for, validated.
+
+    `launch.gpus` and `launch.hosts` are read by unilab_launch's own parsers (`parse_gpus`,
+    `parse_hosts`: what the launcher accepts), their errors prefixed with the flag; hosts
+    "slurm" count the allocation's nodes (`with_slurm_hosts`). Each host runs the same number
+    of workers: `cpu_workers`, the listed GPUs, or with "all" (or neither) as many as this
+    machine has.
+    """
+    from unilab_launch import parse_gpus
+
+    launch = with_slurm_hosts(config).launch
+    hosts = _host_count(launch.hosts)
     if launch.cpu_workers is not None:
         return launch.cpu_workers * hosts, "cpu"
+    try:
+        gpus = parse_gpus(launch.gpus)
+    except (ValueError, TypeError) as e:
+        raise ValueError(f"--gpus: {e}") from None
     present = _visible_gpus()
-    if launch.gpus is None:
+    if gpus is None:
         return (present * hosts, "cuda") if present else (hosts, "cpu")
-    if launch.gpus.strip().lower() == "all":
+    if gpus == "all":
         if not present:
             raise ValueError("--gpus all: no CUDA GPU is visible on this machine")
         return present * hosts, "cuda"
-    try:
-        indices = [int(i) for i in launch.gpus.split(",")]
-    except ValueError:
+    if hosts == 1 and max(gpus) >= present:
         raise ValueError(
-            f"malformed --gpus '{launch.gpus}': use 'all' or indices like 0,1"
-        ) from None
-    if len(set(indices)) != len(indices) or min(indices) < 0:
-        raise ValueError(f"malformed --gpus '{launch.gpus}': indices must be distinct and >= 0")
-    if hosts == 1 and max(indices) >= present:
-        raise ValueError(
-            f"--gpus {launch.gpus} asks for GPU {max(indices)} but only {present} GPU(s) are "
+            f"--gpus {launch.gpus} asks for GPU {max(gpus)} but only {present} GPU(s) are "
             "visible on this machine"
         )
-    return len(indices) * hosts, "cuda"
+    return len(gpus) * hosts, "cuda"
+
+
+def _parsed_hosts(hosts: str | None) -> tuple[str, ...] | str | None:
+    """`unilab_launch.parse_hosts(hosts)` (a tuple, "slurm" or None), its errors naming
+    --hosts."""
+    from unilab_launch import parse_hosts
+
+    try:
+        return parse_hosts(hosts)
+    except (ValueError, TypeError) as e:
+        raise ValueError(f"--hosts: {e}") from None
+
+
+def _host_count(hosts: str | None) -> int:
+    """The hosts of a resolved `launch.hosts` (no "slurm" left); 1 for this machine alone."""
+    parsed = _parsed_hosts(hosts)
+    if parsed == "slurm":
+        raise ValueError("--hosts slurm: resolve the nodes first (with_slurm_hosts)")
+    return 1 if parsed is None else len(parsed)
 
 
 def with_slurm_hosts(config: TrainConfig) -> TrainConfig:
     """`config` with `launch.hosts` "slurm" replaced by the SLURM allocation's nodes
     ("node1,node2", asked once through `unilab_launch.resolve_hosts`); unchanged otherwise.
-    ValueError naming SLURM outside an allocation."""
-    from unilab_launch import parse_hosts, resolve_hosts
+    ValueError naming SLURM outside an allocation, naming --hosts for a malformed list."""
+    from unilab_launch import resolve_hosts
 
     hosts = config.launch.hosts
-    if hosts is None or parse_hosts(hosts) != "slurm":
+    if _parsed_hosts(hosts) != "slurm":
         return config
     nodes = ",".join(resolve_hosts(hosts) or ())
     return attrs.evolve(config, launch=attrs.evolve(config.launch, hosts=nodes))
@@ -111,9 +135,8 @@ def validate(config: TrainConfig, resume: str | None = None) -> int:
 def _check_hosts(hosts: str | None) -> None:
     """A malformed or unresolvable host list is refused here, before the run folder exists
     (unilab_launch checks it again, later)."""
-    from unilab_launch import parse_hosts
-
-    for host in parse_hosts(hosts) or ():
+    parsed = _parsed_hosts(hosts)
+    for host in parsed if isinstance(parsed, tuple) else ():
         try:
             socket.getaddrinfo(host, None)
         except OSError as e:
@@ -249,7 +272,7 @@ def _launch(config: TrainConfig, resume: str | None, world: int, plan: RunPlan) 
             train_worker,
             (config.to_dict(), str(run_dir), None if resume is None else str(resume), device_kind),
             gpus=launch.gpus if device_kind == "cuda" and launch.gpus is not None else None,
-            cpu_workers=world // _hosts(config) if device_kind == "cpu" else None,
+            cpu_workers=world // _host_count(launch.hosts) if device_kind == "cpu" else None,
             hosts=launch.hosts,
             seed=config.runner.seed,
             log_dir=plan.log_dir,
@@ -282,8 +305,3 @@ def _sigterm_raises() -> Iterator[None]:
         yield
     finally:
         signal.signal(signal.SIGTERM, previous)
-
-
-def _hosts(config: TrainConfig) -> int:
-    hosts = config.launch.hosts
-    return 1 if hosts is None else len([h for h in hosts.split(",") if h.strip()])

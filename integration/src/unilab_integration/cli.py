@@ -29,8 +29,9 @@ from collections.abc import Sequence
 
 from ._algorithms import ALGORITHMS
 from ._config import PRESETS, TrainConfig, make_config
-from ._envs import check_builtin_task
+from ._envs import check_builtin_task, import_modules
 from ._overrides import apply_overrides
+from ._task_defaults import task_defaults
 
 __all__ = ["build_config", "main"]
 
@@ -148,14 +149,16 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def build_config(args: argparse.Namespace) -> TrainConfig:
-    """The TrainConfig of parsed `unilab train` arguments (flags first, then --set overrides)."""
+    """The TrainConfig of parsed `unilab train` arguments (flags first, then --set overrides).
+
+    A task without registered defaults whose run names `runner.imports` is composed after
+    importing them (they may register it with `register_task_defaults`)."""
     if args.num_envs is not None and args.env_scope is None:
         # SPEC §2.1: the environment budget's scope is never implied.
         raise ValueError(
             "--num-envs needs --env-scope: per-rank (every rank runs N environments, W*N in "
             "total, as MJLab/RSL-RL) or global (N in total, split across ranks)"
         )
-    cfg = make_config(args.task, args.algo, preset=args.preset)
     flags = {
         "launch.gpus": args.gpus,
         "launch.cpu_workers": args.cpu_workers,
@@ -177,7 +180,13 @@ def build_config(args: argparse.Namespace) -> TrainConfig:
         items.append("runner.until_solved=true")
     if args.no_progress:
         items.append("runner.progress=false")
-    return apply_overrides(cfg, [*items, *args.set])
+    items = [*items, *args.set]
+    cfg = apply_overrides(make_config(args.task, args.algo, preset=args.preset), items)
+    if cfg.runner.imports and task_defaults(args.task) is None:
+        # a module of runner.imports may register the task with its defaults: compose again
+        import_modules(cfg.runner.imports)
+        cfg = apply_overrides(make_config(args.task, args.algo, preset=args.preset), items)
+    return cfg
 
 
 def _list() -> None:
