@@ -23,9 +23,11 @@ only by the command that needs them: `--help`, argument errors and an unknown ta
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 from ._algorithms import ALGORITHMS
 from ._config import PRESETS, TrainConfig, make_config
@@ -213,7 +215,25 @@ def _train(args: argparse.Namespace) -> int:
         print(f"unilab train: training failed: {e}", file=sys.stderr)
         return 1
     print(_summary(result))
+    print(_next_commands(result["run_dir"]))
     return 0
+
+
+def _next_commands(run_dir: str) -> str:
+    """The run folder and the commands that use it (relative to the working directory when
+    inside it, as the default runs/ is)."""
+    import os
+    import shlex
+
+    path = Path(run_dir)
+    with contextlib.suppress(ValueError):
+        path = path.resolve().relative_to(Path.cwd().resolve())
+    run = shlex.quote(os.fspath(path))
+    return (
+        f"run folder {run}; next:\n"
+        f"  unilab play {run} --episodes 10\n"
+        f"  unilab export {run} policy.onnx"
+    )
 
 
 def _summary(result: dict) -> str:
