@@ -119,6 +119,11 @@ def _parser() -> argparse.ArgumentParser:
     pl.add_argument("--fps", type=float, help="video frame rate (default 1 / env step_dt)")
     pl.add_argument("--camera", help="MJCF camera name or id (default: follow the robot)")
     pl.add_argument("--task", help=_TASK_HELP)
+    pl.add_argument(
+        "--progress",
+        action=argparse.BooleanOptionalAction,
+        help="episodes done / requested on one updating line (default: when stderr is a terminal)",
+    )
 
     ev = sub.add_parser(
         "eval", help="velocity-tracking metrics of a checkpoint over the full command range"
@@ -260,6 +265,8 @@ def _play(args: argparse.Namespace) -> int:
     from ._train import _quiet_warp
 
     _quiet_warp()  # warp's per-module load lines would bury the returns
+    _show_env_notices()
+    progress = sys.stderr.isatty() if args.progress is None else args.progress
 
     video: dict = {}
     if args.video:
@@ -281,6 +288,7 @@ def _play(args: argparse.Namespace) -> int:
             num_envs=args.num_envs,
             seed=args.seed,
             device=args.device,
+            progress=progress,
             **video,
         )
     except ImportError as e:  # the video extra is missing
@@ -313,6 +321,19 @@ def _play(args: argparse.Namespace) -> int:
     return 0
 
 
+def _show_env_notices() -> None:
+    """unilab_envs' INFO lines (the first compilation of a task's kernels) on stderr, in a
+    command that builds an env in this process (training workers log them to the run's logs)."""
+    import logging
+
+    env_logger = logging.getLogger("unilab_envs")
+    if not env_logger.handlers:
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("%(message)s"))
+        env_logger.addHandler(handler)
+    env_logger.setLevel(logging.INFO)
+
+
 def _policy_checkpoint(args: argparse.Namespace) -> dict:
     from ._mjlab_checkpoint import load_policy_checkpoint
 
@@ -324,6 +345,7 @@ def _eval(args: argparse.Namespace) -> int:
     from ._train import _quiet_warp
 
     _quiet_warp()
+    _show_env_notices()
     result = evaluate_tracking(
         _policy_checkpoint(args),
         num_envs=args.num_envs,
