@@ -8,7 +8,10 @@ Sessions:
                     that no undeclared unilab package is importable there, then its tests
   integration       the integration package's tests with every package installed
   build(<pkg>)      wheel + sdist of one package, the wheel installed into an empty venv, imported
-  demo              README's training command (cartpole-balance, PPO, 2 CPU workers)
+  install           README's install command (tools/install.py) into a fresh venv, then
+                    `unilab list` and `unilab --help` there
+  demo              README's first command: that install, then its training command
+                    (cartpole-balance, PPO, 2 CPU workers, --until-solved)
   gpu               every gpu/multigpu test in the current environment, on the GPU machine;
                     writes docs/benchmarks/gpu-tests.md (tools/gpu_tests.py)
 
@@ -35,7 +38,7 @@ ROOT = Path(__file__).parent
 nox.options.default_venv_backend = "venv"
 nox.options.reuse_existing_virtualenvs = False
 nox.options.error_on_missing_interpreters = True
-nox.options.sessions = ["lint", "layers", "tools", "tests", "integration", "build"]
+nox.options.sessions = ["lint", "layers", "tools", "install", "tests", "integration", "build"]
 
 PACKAGES: dict[str, Path] = {
     "dist": ROOT / "packages" / "unilab-dist",
@@ -212,7 +215,9 @@ def build(session: nox.Session, package: str) -> None:
     shutil.rmtree(venv, ignore_errors=True)
     session.run("python", "-m", "venv", str(venv))
     python = str(venv / "bin" / "python")
-    session.run(python, "-m", "pip", "install", "-q", *constraints(), *wheels, external=True)
+    session.run(
+        python, "-m", "pip", "install", "-q", *constraints(), *wheels, external=True, env=OWN_ENV
+    )
     session.run(
         python,
         "-c",
@@ -228,19 +233,65 @@ def gpu(session: nox.Session) -> None:
     session.run("python3", str(ROOT / "tools" / "gpu_tests.py"), *session.posargs)
 
 
-@nox.session
-@pruned
+INSTALL = ["python3", str(ROOT / "tools" / "install.py")]
+"""README's install command (tools/install.py); the sessions below give it a venv path."""
+OWN_ENV = {"PYTHONPATH": None}  # nothing from the caller's environment on the fresh venv's path
+
+
+def fresh_venv(session: nox.Session) -> Path:
+    """An empty path for a venv under the session's tmp dir (removed first)."""
+    venv = Path(session.create_tmp()) / "venv"
+    shutil.rmtree(venv, ignore_errors=True)
+    return venv
+
+
+def remove_venv(venv: Path) -> None:
+    if os.environ.get("UNILAB_NOX_KEEP_VENVS") != "1":
+        shutil.rmtree(venv, ignore_errors=True)
+
+
+@nox.session(python=False)
+def install(session: nox.Session) -> None:
+    """README's install command into a fresh venv, then `unilab list` and `unilab --help` there.
+
+    pip's cache is used as usual, and on a machine without a GPU the install is constrained to
+    torch's CPU build like every other session, so it downloads no CUDA torch."""
+    venv = fresh_venv(session)
+    try:
+        session.run(*INSTALL, str(venv), external=True, env=OWN_ENV)
+        session.run(str(venv / "bin" / "unilab"), "list", external=True, env=OWN_ENV)
+        session.run(str(venv / "bin" / "unilab"), "--help", external=True, silent=True, env=OWN_ENV)
+        session.run(
+            str(venv / "bin" / "python"),
+            "-c",
+            "import torch, sys; v = torch.__version__; print('torch', v); "
+            f"sys.exit(0 if {has_nvidia_gpu()!r} or '+cpu' in v else 'not the CPU torch')",
+            external=True,
+            env=OWN_ENV,
+        )
+    finally:
+        remove_venv(venv)
+
+
+@nox.session(python=False)
 def demo(session: nox.Session) -> None:
-    """README's training command: PPO on cartpole-balance, 2 CPU workers, to its threshold."""
-    install_package(session, "integration", extra="")
-    session.run(
-        "unilab",
-        "train",
-        "cartpole-balance",
-        "--algo",
-        "ppo",
-        "--cpu-workers",
-        "2",
-        "--until-solved",
-        *session.posargs,
-    )
+    """README's first command: the install, then PPO on cartpole-balance with 2 CPU workers
+    until the task's success threshold, in that venv."""
+    venv = fresh_venv(session)
+    try:
+        session.run(*INSTALL, str(venv), external=True, env=OWN_ENV)
+        session.run(
+            str(venv / "bin" / "unilab"),
+            "train",
+            "cartpole-balance",
+            "--algo",
+            "ppo",
+            "--cpu-workers",
+            "2",
+            "--until-solved",
+            *session.posargs,
+            external=True,
+            env=OWN_ENV,
+        )
+    finally:
+        remove_venv(venv)

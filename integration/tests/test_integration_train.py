@@ -167,7 +167,7 @@ def _sha(path):
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
 
-def test_resume_into_its_folder_at_another_world_size(straight, tmp_path, capsys):
+def test_resume_into_its_folder_at_another_world_size(straight, tmp_path, capsys, monkeypatch):
     # a copy of the 2-rank run (4 iterations, 2048 global steps), continued on 1 rank to a total
     # of 3072 global env steps: 4 more iterations of 16 x 16 steps, exactly
     run_dir = tmp_path / "straight"
@@ -181,10 +181,22 @@ def test_resume_into_its_folder_at_another_world_size(straight, tmp_path, capsys
     argv = ["train", "cartpole-balance", "--cpu-workers", "1", "--env-steps", "3072"]
     argv += ["--resume", str(run_dir), "--no-progress", "--set", "runner.tensorboard=false"]
     argv += ["--num-envs", str(N), "--env-scope", "per-rank"]
+    monkeypatch.chdir(tmp_path)
     code = main([*argv, "--set", f"runner.num_steps_per_env={T}"])
     out = capsys.readouterr().out.splitlines()
     assert code == 0
-    assert out[-1].startswith(
+    # the last lines: the run folder (relative to the working directory) and the next commands
+    assert out[-3:] == [
+        "run folder straight; next:",
+        "  unilab play straight --episodes 10",
+        "  unilab export straight policy.onnx",
+    ]
+    assert main(out[-2].split()[1:]) == 0  # they work as printed
+    played = capsys.readouterr().out
+    assert "mean return" in played and "over 10 episodes" in played
+    assert main(out[-1].split()[1:]) == 0
+    assert (tmp_path / "policy.onnx").is_file()
+    assert out[-4].startswith(
         "finished: 8 iterations, 3072 env steps in all; this session, from iteration 4: "
         "4 iterations, 1024 env steps (1024 per rank, 1 rank(s)); checkpoint "
     )
@@ -509,7 +521,8 @@ def test_cartpole_ppo_reaches_the_success_threshold(tmp_path, capsys):
     )
     out = capsys.readouterr().out
     assert code == 0
-    assert out.splitlines()[-1].startswith("solved: ")
+    assert out.splitlines()[-4].startswith("solved: ")
+    assert out.splitlines()[-3] == f"run folder {tmp_path / 'demo'}; next:"
     rows = _rows(tmp_path / "demo")
     assert all(r["episode/return"] >= 450.0 for r in rows[-2:])
     assert len(rows) < 500

@@ -7,10 +7,11 @@ import copy
 import json
 import logging
 import os
+import sys
 import warnings
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 import attrs
 import torch
@@ -441,6 +442,7 @@ def play_episodes(
     env_kwargs: Mapping[str, Any] | None = None,
     one_per_world: bool = False,
     observer: Callable[[Any, Any, Any], None] | None = None,
+    progress: bool | TextIO = False,
 ) -> PlayResult:
     """Run the deterministic policy until `episodes` episodes end (across all worlds).
 
@@ -456,7 +458,8 @@ def play_episodes(
     first episode each world ends is counted (fresh episodes: no bias toward short ones).
     `observer(env, obs, step)`, if given, is called after every env step with the env, the
     observation the policy acted on and the step's output (the tracking evaluator reads its
-    metrics there).
+    metrics there). With `progress` (True: on stderr, or a stream) one updating tqdm line
+    counts the episodes done of `episodes`.
     """
     import unilab_envs
 
@@ -485,6 +488,7 @@ def play_episodes(
     writer = None
     if video is not None:
         writer = _VideoWriter(env, Path(video), width, height, rate, camera)
+    bar = _episode_bar(episodes, progress)
     ok = False
     try:
         if writer is not None:
@@ -502,6 +506,8 @@ def play_episodes(
                 counted |= done
                 if bool(ended.any()):
                     returns += step["episode", "return"][ended].tolist()
+                    if bar is not None:
+                        bar.update(min(len(returns), episodes) - bar.n)
                     for name in episode_term_names(step):
                         terms.setdefault(name, []).extend(step["episode", name][ended].tolist())
                 if recording:
@@ -517,6 +523,8 @@ def play_episodes(
                     break
         ok = writer is not None and len(lengths) >= video_episodes
     finally:
+        if bar is not None:
+            bar.close()
         if writer is not None:
             writer.finish(ok)
     if writer is not None and not ok:
@@ -534,6 +542,16 @@ def play_episodes(
         video_lengths=tuple(lengths),
         video_returns=tuple(vreturns),
     )
+
+
+def _episode_bar(episodes: int, progress: bool | TextIO) -> Any:
+    """A tqdm line "episodes: done/total" on stderr (progress=True) or a given stream."""
+    if progress is False:
+        return None
+    from tqdm import tqdm
+
+    stream = sys.stderr if progress is True else progress
+    return tqdm(total=episodes, desc="episodes", unit="ep", file=stream, dynamic_ncols=True)
 
 
 def episode_term_names(step: Any) -> list[str]:

@@ -23,9 +23,11 @@ only by the command that needs them: `--help`, argument errors and an unknown ta
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 from ._algorithms import ALGORITHMS
 from ._config import PRESETS, TrainConfig, make_config
@@ -118,6 +120,11 @@ def _parser() -> argparse.ArgumentParser:
     pl.add_argument("--fps", type=float, help="video frame rate (default 1 / env step_dt)")
     pl.add_argument("--camera", help="MJCF camera name or id (default: follow the robot)")
     pl.add_argument("--task", help=_TASK_HELP)
+    pl.add_argument(
+        "--progress",
+        action=argparse.BooleanOptionalAction,
+        help="episodes done / requested on one updating line (default: when stderr is a terminal)",
+    )
 
     ev = sub.add_parser(
         "eval", help="velocity-tracking metrics of a checkpoint over the full command range"
@@ -222,7 +229,25 @@ def _train(args: argparse.Namespace) -> int:
         print(f"unilab train: training failed: {e}", file=sys.stderr)
         return 1
     print(_summary(result))
+    print(_next_commands(result["run_dir"]))
     return 0
+
+
+def _next_commands(run_dir: str) -> str:
+    """The run folder and the commands that use it (relative to the working directory when
+    inside it, as the default runs/ is)."""
+    import os
+    import shlex
+
+    path = Path(run_dir)
+    with contextlib.suppress(ValueError):
+        path = path.resolve().relative_to(Path.cwd().resolve())
+    run = shlex.quote(os.fspath(path))
+    return (
+        f"run folder {run}; next:\n"
+        f"  unilab play {run} --episodes 10\n"
+        f"  unilab export {run} policy.onnx"
+    )
 
 
 def _summary(result: dict) -> str:
@@ -249,6 +274,8 @@ def _play(args: argparse.Namespace) -> int:
     from ._train import _quiet_warp
 
     _quiet_warp()  # warp's per-module load lines would bury the returns
+    _show_env_notices()
+    progress = sys.stderr.isatty() if args.progress is None else args.progress
 
     video: dict = {}
     if args.video:
@@ -270,6 +297,7 @@ def _play(args: argparse.Namespace) -> int:
             num_envs=args.num_envs,
             seed=args.seed,
             device=args.device,
+            progress=progress,
             **video,
         )
     except ImportError as e:  # the video extra is missing
@@ -302,6 +330,19 @@ def _play(args: argparse.Namespace) -> int:
     return 0
 
 
+def _show_env_notices() -> None:
+    """unilab_envs' INFO lines (the first compilation of a task's kernels) on stderr, in a
+    command that builds an env in this process (training workers log them to the run's logs)."""
+    import logging
+
+    env_logger = logging.getLogger("unilab_envs")
+    if not env_logger.handlers:
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("%(message)s"))
+        env_logger.addHandler(handler)
+    env_logger.setLevel(logging.INFO)
+
+
 def _policy_checkpoint(args: argparse.Namespace) -> dict:
     from ._mjlab_checkpoint import load_policy_checkpoint
 
@@ -313,6 +354,7 @@ def _eval(args: argparse.Namespace) -> int:
     from ._train import _quiet_warp
 
     _quiet_warp()
+    _show_env_notices()
     result = evaluate_tracking(
         _policy_checkpoint(args),
         num_envs=args.num_envs,

@@ -40,6 +40,7 @@ import warp as wp
 from tensordict import TensorDict
 
 from unilab_envs._core import kernels
+from unilab_envs._core.compile_notice import CompileNotice
 from unilab_envs._core.reset import needs_full_reset, reset_arrays, reset_state
 from unilab_envs._core.task import Task, TaskContext
 from unilab_envs.randomization import DomainRandomization, Randomizer
@@ -129,7 +130,10 @@ class VecEnv:
         if self.device.type == "cuda":
             self._stream = torch.cuda.Stream(self.device)
             self._wp_stream = wp.stream_from_torch(self._stream)
-        with self._scope():
+        # Construction, the first reset and the first step launch the env's kernels for the
+        # first time: where warp compiles them (a cold cache), one log line says so, and when.
+        self._compile_notice = CompileNotice(spec.name)
+        with self._scope(), self._compile_notice.phase():
             self._build(spec, dr)
         self._graph = None
         self._caller_streams: dict[int, wp.Stream] = {}
@@ -299,7 +303,7 @@ class VecEnv:
     def reset(self) -> TensorDict:
         """Reset every world (randomized initial states); return {("obs", group): [N, D]}."""
         ctx = self.ctx
-        with self._stream_ctx(), self._scope():
+        with self._compile_notice.phase(), self._stream_ctx(), self._scope():
             self._sync_curriculum()
             mjw.reset_data(ctx.model, ctx.data)  # once per reset(): every field, not only state
             wp.launch(
@@ -323,6 +327,14 @@ class VecEnv:
 
     def step(self, action: torch.Tensor) -> TensorDict:
         """Advance every world by one control step; see the module docstring for the output."""
+        if self._compile_notice.finished:
+            return self._step(action)
+        with self._compile_notice.phase():
+            out = self._step(action)
+        self._compile_notice.finish()
+        return out
+
+    def _step(self, action: torch.Tensor) -> TensorDict:
         self._check_action(action)
         if not self._has_reset:
             raise RuntimeError("call env.reset() before env.step()")
