@@ -159,7 +159,7 @@ def lint(session: nox.Session) -> None:
 @nox.session
 @pruned
 def layers(session: nox.Session) -> None:
-    """Fail if any package imports a sibling that SPEC §1 forbids it to import."""
+    """Fail if any package imports a sibling that docs/architecture.md forbids it to import."""
     session.install("import-linter>=2.0")
     session.install("--no-deps", *(str(path) for path in PACKAGES.values()))
     session.run("lint-imports", "--no-cache", str(ROOT / "pyproject.toml"))

@@ -161,7 +161,7 @@ def build_config(args: argparse.Namespace) -> TrainConfig:
     A task without registered defaults whose run names `runner.imports` is composed after
     importing them (they may register it with `register_task_defaults`)."""
     if args.num_envs is not None and args.env_scope is None:
-        # SPEC §2.1: the environment budget's scope is never implied.
+        # The environment budget's scope is never implied (docs/semantics.md).
         raise ValueError(
             "--num-envs needs --env-scope: per-rank (every rank runs N environments, W*N in "
             "total, as MJLab/RSL-RL) or global (N in total, split across ranks)"

@@ -1,4 +1,4 @@
-"""Data-parallel equivalence of PPO beyond feed-forward `shuffle="none"` (SPEC §3, gloo, CPU).
+"""Data-parallel equivalence of PPO beyond feed-forward `shuffle="none"` (docs/semantics.md, gloo, CPU).
 
 1. Recurrent PPO (GRU, LSTM): the recurrent batcher cuts contiguous env slices, so W ranks of
    `N_LOCAL` envs with M mini-batches train, in mini-batch i, the envs `r*N_LOCAL + [i*q,

@@ -1,6 +1,6 @@
 """Curricula: host-side state machines that a trainer drives with episode metrics.
 
-A curriculum never performs a collective. The trainer picks the scope (SPEC §2.3):
+A curriculum never performs a collective. The trainer picks the scope (docs/semantics.md):
 
 - `local`: every rank calls `update(metrics)` with its own metrics;
 - `rank0`: rank 0 calls `update(metrics)`, then broadcasts `state_dict()` (a small dict of

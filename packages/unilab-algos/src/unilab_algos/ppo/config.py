@@ -43,7 +43,7 @@ class RNDConfig:
 class PPOConfig:
     """PPO hyper-parameters and synchronization semantics.
 
-    Statistics scopes (SPEC §2.3): `obs_norm_scope` and `advantage_norm_scope` are "global"
+    Statistics scopes (docs/semantics.md): `obs_norm_scope` and `advantage_norm_scope` are "global"
     (exact all-reduced moments through the injected `reduce_sum`) or "local" (this rank only).
     With `reduce_sum=None` (one process) both are the same thing.
 
