@@ -97,7 +97,7 @@ def _check_parity(onnx_file, ckpt, bound):
         got = session.run(None, feeds)
         assert len(got) == len(expected)
         for x, y in zip(got, expected, strict=True):
-            np.testing.assert_allclose(x, y.numpy(), rtol=1e-4, atol=1e-5)
+            _assert_close(x, y.numpy())
         raw = out if not state else out[0]
         clamped += int((raw.abs() > 1.0).sum())
     if bound is not None and meta["algorithm"] != "fastsac":  # tanh: never beyond 1
@@ -112,10 +112,18 @@ def _check_parity(onnx_file, ckpt, bound):
         with torch.no_grad():
             want = clamp(stepper(obs))
         actions, *new = session.run(None, {"obs": obs.numpy(), **state})
-        np.testing.assert_allclose(actions, want.numpy(), rtol=1e-4, atol=1e-5)
+        _assert_close(actions, want.numpy())
         state = dict(zip(meta["inputs"][1:], new, strict=True))
         for x, h in zip(new, stepper.state, strict=True):
-            np.testing.assert_allclose(x, h.numpy(), rtol=1e-4, atol=1e-5)
+            _assert_close(x, h.numpy())
+
+
+def _assert_close(got, want):
+    """onnxruntime and torch sum in other orders: float32 round-off grows with the outputs'
+    magnitude (an unclamped random policy's actions reach hundreds), so the absolute tolerance
+    follows the largest output."""
+    atol = max(1e-5, 1e-6 * float(np.abs(want).max(initial=0.0)))
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=atol)
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
