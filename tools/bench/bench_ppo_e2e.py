@@ -169,6 +169,11 @@ class TimedCollective:
 
     def __init__(self, fn, prof: Profiler, phase: str = "sync") -> None:
         self.fn, self.prof, self.phase = fn, prof, phase
+        # a `sum_reducer` tells its rank and world size (the exact normalizer gives every rank
+        # its own slot of the one sum); keep them visible through the wrapper
+        for name in ("rank", "world_size"):
+            if hasattr(fn, name):
+                setattr(self, name, getattr(fn, name))
 
     def __call__(self, *args):
         if not self.prof.active:
