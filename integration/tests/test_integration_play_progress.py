@@ -8,34 +8,15 @@ import re
 from pathlib import Path
 
 import pytest
+from _untrained_checkpoint import write_untrained_cartpole_run
 
-from unilab_integration import apply_overrides, make_config, save_checkpoint
-from unilab_integration._algorithms import algos_class
 from unilab_integration._policy import play_episodes
 from unilab_integration.cli import main
-
-EPISODE_STEPS = 12
 
 
 @pytest.fixture(scope="module")
 def checkpoint(tmp_path_factory) -> Path:
-    import torch
-
-    torch.manual_seed(0)
-    cfg = make_config("cartpole-balance", "ppo")
-    cfg = apply_overrides(cfg, [f'env.kwargs={{"max_episode_steps": {EPISODE_STEPS}}}'])
-    obs = {"policy": (5,), "critic": (5,)}
-    learner = algos_class("PPO")(obs, 1, cfg.algo, device="cpu")
-    payload = {
-        "task": cfg.task,
-        "algo_name": "ppo",
-        "config": cfg.to_dict(),
-        "shapes": {"env.obs.policy": (5,), "env.obs.critic": (5,), "env.action_dim": (1,)},
-        "learner": [learner.state_dict()],
-    }
-    run = tmp_path_factory.mktemp("run")
-    save_checkpoint(run / "checkpoints", 1, payload)
-    return run
+    return write_untrained_cartpole_run(tmp_path_factory.mktemp("run"))
 
 
 def _counts(text: str) -> list[tuple[int, int]]:

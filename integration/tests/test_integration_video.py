@@ -15,34 +15,15 @@ import sys
 from pathlib import Path
 
 import pytest
+from _untrained_checkpoint import EPISODE_STEPS, write_untrained_cartpole_run
 
 from unilab_envs.testing import offscreen_gl_available, render_tests_required
-from unilab_integration import apply_overrides, make_config, save_checkpoint
-from unilab_integration._algorithms import algos_class
 from unilab_integration.cli import main
-
-EPISODE_STEPS = 12  # cartpole-balance with max_episode_steps=12, step_dt 0.02 s -> 50 fps
 
 
 @pytest.fixture(scope="module")
 def checkpoint(tmp_path_factory) -> Path:
-    import torch
-
-    torch.manual_seed(0)
-    cfg = make_config("cartpole-balance", "ppo")
-    cfg = apply_overrides(cfg, [f'env.kwargs={{"max_episode_steps": {EPISODE_STEPS}}}'])
-    obs = {"policy": (5,), "critic": (5,)}
-    learner = algos_class("PPO")(obs, 1, cfg.algo, device="cpu")
-    payload = {
-        "task": cfg.task,
-        "algo_name": "ppo",
-        "config": cfg.to_dict(),
-        "shapes": {"env.obs.policy": (5,), "env.obs.critic": (5,), "env.action_dim": (1,)},
-        "learner": [learner.state_dict()],
-    }
-    run = tmp_path_factory.mktemp("run")
-    save_checkpoint(run / "checkpoints", 1, payload)
-    return run
+    return write_untrained_cartpole_run(tmp_path_factory.mktemp("run"))
 
 
 def _unilab(args: list[str], **extra_env: str) -> subprocess.CompletedProcess:
