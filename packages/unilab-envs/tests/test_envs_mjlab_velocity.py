@@ -209,23 +209,18 @@ def test_random_actions_no_nan_and_resets(env):
     np.testing.assert_allclose(air / 0.005, np.round(air / 0.005), atol=1e-2)
 
 
-def test_check_vec_env_and_state_dict_round_trip():
+def _check_vec_env_and_file_round_trip(make, action_dim, same_task_state=None):
+    """check_vec_env (its own state_dict round trip included; 10-step episodes put time-outs,
+    resets and command draws inside the window), then the state through a file, as a checkpoint
+    would, into a fresh env: the per-world model fields (friction, COM and what set_const
+    derived from it) and the task state come along, so both envs step identically."""
     import io
 
-    import unilab_envs
     from unilab_envs.testing import check_vec_env
 
-    mjlab_robot("go1")
-
-    def make():
-        # 10-step episodes: time-outs, resets and command draws inside the checked window
-        return unilab_envs.make("go1-velocity-flat", num_envs=N, seed=5, episode_length_s=0.2)
-
     env = make()
-    counts = check_vec_env(env, steps=25, make_env=make)  # includes a state_dict round trip
+    counts = check_vec_env(env, steps=25, make_env=make)
     assert counts["truncated"] > 0
-    # through a file, as a checkpoint would, into a fresh env: the per-world model fields
-    # (friction, COM and what set_const derived from it) and the task state come along
     buf = io.BytesIO()
     torch.save(env.state_dict(), buf)
     other = make()
@@ -234,10 +229,22 @@ def test_check_vec_env_and_state_dict_round_trip():
     other.load_state_dict(torch.load(buf))
     gen = torch.Generator().manual_seed(1)
     for t in range(12):
-        a = torch.randn(N, 12, generator=gen)
+        a = torch.randn(N, action_dim, generator=gen)
         x, y = env.step(a), other.step(a)
         for key in x.keys(include_nested=True, leaves_only=True):
             assert torch.equal(x[key], y[key]), (t, key)
+        if same_task_state is not None:
+            same_task_state(env.task, other.task)
+
+
+def test_check_vec_env_and_state_dict_round_trip():
+    import unilab_envs
+
+    mjlab_robot("go1")
+    _check_vec_env_and_file_round_trip(
+        lambda: unilab_envs.make("go1-velocity-flat", num_envs=N, seed=5, episode_length_s=0.2),
+        12,
+    )
 
 
 # ----------------------------------------------------------------------------- G1
@@ -316,31 +323,14 @@ def test_g1_random_steps_no_nan():
 
 
 def test_g1_check_vec_env_and_state_dict_round_trip():
-    import io
-
-    from unilab_envs.testing import check_vec_env
-
-    def make():
-        return _make_g1(seed=5, episode_length_s=0.2)
-
-    env = make()
-    counts = check_vec_env(env, steps=25, make_env=make)  # includes a state_dict round trip
-    assert counts["truncated"] > 0
-    buf = io.BytesIO()
-    torch.save(env.state_dict(), buf)
-    other = make()
-    other.reset()
-    buf.seek(0)
-    other.load_state_dict(torch.load(buf))
-    gen = torch.Generator().manual_seed(1)
-    for t in range(12):
-        a = torch.randn(N, 29, generator=gen)
-        x, y = env.step(a), other.step(a)
-        for key in x.keys(include_nested=True, leaves_only=True):
-            assert torch.equal(x[key], y[key]), (t, key)
+    def same_history(a, b):
         np.testing.assert_array_equal(
-            env.task.self_collision_force.numpy(), other.task.self_collision_force.numpy()
+            a.self_collision_force.numpy(), b.self_collision_force.numpy()
         )
+
+    _check_vec_env_and_file_round_trip(
+        lambda: _make_g1(seed=5, episode_length_s=0.2), 29, same_task_state=same_history
+    )
 
 
 def test_g1_self_collision_history_rolls_per_substep_and_clears_at_reset():
