@@ -212,6 +212,8 @@ class VecEnv:
         self._reset_arrays = reset_arrays(model, data)
         bound = spec.action_bound
         self._action_bound = float("inf") if bound is None else float(bound)
+        # the hook runs after every physics substep only for tasks that define it
+        self._post_substep = type(self.task).post_substep is not Task.post_substep
         self.task.bind(self.ctx)
         self._raw_action_t = wp.to_torch(self._raw_action)
         self._level_t = wp.to_torch(self.ctx.curriculum_level)
@@ -246,10 +248,9 @@ class VecEnv:
         self.task.apply_action(ctx)
         if self.randomizer is not None:
             self.randomizer.push(ctx.seed, ctx.rng_counter, self._all)
-        substep = type(self.task).post_substep is not Task.post_substep
         for _ in range(spec.decimation):
             mjw.step(ctx.model, ctx.data)
-            if substep:
+            if self._post_substep:
                 self.task.post_substep(ctx)
         self.task.post_physics(ctx)
         # The final observation is written before the bookkeeping, which zeroes the episode
