@@ -33,7 +33,7 @@ import warp as wp
 if TYPE_CHECKING:
     from unilab_envs._core.env import VecEnv
 
-__all__ = ["Renderer", "RendererUnavailableError", "load_world"]
+__all__ = ["Renderer", "RendererUnavailableError", "floating_base", "load_world"]
 
 
 class RendererUnavailableError(RuntimeError):
@@ -50,7 +50,7 @@ def _unavailable(cause: BaseException) -> RendererUnavailableError:
     )
 
 
-def _free_base_body(mjm: mujoco.MjModel) -> int | None:
+def floating_base(mjm: mujoco.MjModel) -> int | None:
     """The body of the model's first free joint (a floating base), or None."""
     for j in range(mjm.njnt):
         if int(mjm.jnt_type[j]) == int(mujoco.mjtJoint.mjJNT_FREE):
@@ -118,7 +118,7 @@ class Renderer:
         # Follow the floating base: a free camera re-aimed at the base every frame (MuJoCo's
         # own tracking camera low-pass filters its target, so equal states would not give
         # equal frames).
-        self._track = _free_base_body(mjm) if camera is None else None
+        self._track = floating_base(mjm) if camera is None else None
         self._mjd = mujoco.MjData(mjm)
         try:
             self._renderer: mujoco.Renderer | None = mujoco.Renderer(mjm, height, width)
@@ -135,7 +135,7 @@ class Renderer:
         if camera is None:
             cam = mujoco.MjvCamera()
             mujoco.mjv_defaultFreeCamera(mjm, cam)
-            if _free_base_body(mjm) is not None:
+            if floating_base(mjm) is not None:
                 cam.distance = 2.5 * float(mjm.stat.extent)
                 cam.azimuth, cam.elevation = 135.0, -20.0
             return cam
