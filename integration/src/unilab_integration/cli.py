@@ -302,10 +302,8 @@ def _play(args: argparse.Namespace) -> int:
     if args.viewer:
         return _play_viewer(args)
     from ._policy import play_episodes
-    from ._train import _quiet_warp
 
-    _quiet_warp()  # warp's per-module load lines would bury the returns
-    _show_env_notices()
+    _env_output()
     progress = sys.stderr.isatty() if args.progress is None else args.progress
 
     video: dict = {}
@@ -375,11 +373,9 @@ def _play_viewer(args: argparse.Namespace) -> int:
     except ImportError as e:
         print(f"unilab play: error: {e}", file=sys.stderr)
         return 2
-    from ._train import _quiet_warp
     from ._viewer import view_policy
 
-    _quiet_warp()
-    _show_env_notices()
+    _env_output()
     result = view_policy(
         _policy_checkpoint(args),
         host=args.host,
@@ -396,10 +392,15 @@ def _play_viewer(args: argparse.Namespace) -> int:
     return 0
 
 
-def _show_env_notices() -> None:
-    """unilab_envs' INFO lines (the first compilation of a task's kernels) on stderr, in a
-    command that builds an env in this process (training workers log them to the run's logs)."""
+def _env_output() -> None:
+    """What a command that builds an env in this process prints: not warp's per-module load
+    lines (they would bury the results), but unilab_envs' INFO lines (the first compilation of
+    a task's kernels) on stderr (training workers log those to the run's logs)."""
     import logging
+
+    from ._train import _quiet_warp
+
+    _quiet_warp()
 
     env_logger = logging.getLogger("unilab_envs")
     if not env_logger.handlers:
@@ -417,10 +418,8 @@ def _policy_checkpoint(args: argparse.Namespace) -> dict:
 
 def _eval(args: argparse.Namespace) -> int:
     from ._tracking import evaluate_tracking
-    from ._train import _quiet_warp
 
-    _quiet_warp()
-    _show_env_notices()
+    _env_output()
     result = evaluate_tracking(
         _policy_checkpoint(args),
         num_envs=args.num_envs,
