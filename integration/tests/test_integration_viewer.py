@@ -152,8 +152,8 @@ def _alive(pid: int) -> bool:
 
 
 def _scene_pixels(page):
-    """RGB array of the page with everything but the 3D canvas hidden (the panel's text
-    changes every step; only the scene is compared)."""
+    """A screenshot of the page as a float RGB array (the test hides all but the canvas:
+    the panel's text changes every step, only the scene is compared)."""
     import numpy as np
     from PIL import Image
 
