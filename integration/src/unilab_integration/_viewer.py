@@ -177,8 +177,9 @@ class PolicyViewer:
         if self.terrain:  # the world body once, shared by every shown world
             WorldScene(self.server.scene, mjm, "/terrain", static=True)
         extent = float(mjm.stat.extent) * (2.5 if self.base is not None else 1.2)
-        self.server.initial_camera.position = (extent * 0.7, -extent * 0.7, extent * 0.5)
-        self.server.initial_camera.look_at = (0.0, 0.0, 0.0)
+        self._view = np.array([0.7, -0.7, 0.5]) * extent  # camera position - target
+        self._aim(self.server.initial_camera, np.zeros(3))
+        self.server.on_client_connect(self._on_connect)
 
     def _slot(self, k: int) -> WorldScene:
         """The scene of the k-th shown world (built when first needed)."""
@@ -253,20 +254,35 @@ class PolicyViewer:
             f"actual vx {v_heading[0]:+.2f} vy {v_heading[1]:+.2f} m/s, yaw {wz:+.2f} rad/s"
         )
 
+    def _aim(self, camera: Any, target: np.ndarray) -> None:
+        # position first: a client camera's position setter also shifts its look_at
+        camera.position = tuple(target + self._view)
+        camera.look_at = tuple(target)
+
+    def _on_connect(self, client: Any) -> None:
+        """A new browser tab starts looking at the first shown base."""
+        if self._last_target is not None:
+            with client.atomic():
+                self._aim(client.camera, self._last_target)
+
     def _follow(self, target: np.ndarray) -> None:
         """Move every client's camera by the first shown base's displacement (keeps the view
-        angle and distance the user chose)."""
+        angle and distance the user chose); the first time, aim them all at it."""
         target = np.asarray(target, dtype=np.float64).copy()
         last, self._last_target = self._last_target, target
-        if not self.follow.value or last is None:
+        if last is None:
+            self._aim(self.server.initial_camera, target)
+            for client in self.server.get_clients().values():
+                with client.atomic():
+                    self._aim(client.camera, target)
+            return
+        if not self.follow.value:
             return
         delta = target - last
         if not np.any(delta):
             return
         for client in self.server.get_clients().values():
-            with client.atomic():
-                client.camera.look_at = client.camera.look_at + delta
-                client.camera.position = client.camera.position + delta
+            client.camera.position = client.camera.position + delta  # look_at moves with it
 
     def _note_episodes(self, step: Any) -> None:
         done = step["done"]
