@@ -193,6 +193,8 @@ def tests(session: nox.Session, package: str) -> None:
 @nox.session
 @pruned
 def integration(session: nox.Session) -> None:
+    # The test extra brings viser and playwright for the web viewer's browser test, which
+    # drives the system's Chromium (.ci/run installs it; playwright downloads no browser).
     install_package(session, "integration")
     session.run("pytest", str(PACKAGES["integration"] / "tests"), *PYTEST_ARGS, *session.posargs)
 
