@@ -1,4 +1,4 @@
-"""Rank 0's log: table rows, metrics.jsonl and TensorBoard event files."""
+"""Rank 0's log: table rows, metrics.jsonl and TensorBoard event files; the announce lines."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import io
 import json
 
 from unilab_integration import MetricLogger
-from unilab_integration._logger import COLUMNS, format_row
+from unilab_integration._sinks.console import COLUMNS, format_row
 
 
 def test_format_row_and_missing_values():
@@ -22,7 +22,7 @@ def test_format_row_and_missing_values():
 
 def test_logger_writes_table_jsonl_and_tensorboard(tmp_path):
     out = io.StringIO()
-    log = MetricLogger(tmp_path, total=2, progress=False, tensorboard=True, stream=out)
+    log = MetricLogger(tmp_path, total=2, progress=False, stream=out)  # the default loggers
     log.log(1, {"env_steps/global": 100.0, "episode/return": 5.0, "kl": float("nan")})
     log.log(2, {"env_steps/global": 200.0, "episode/return": 6.0, "kl": 0.01})
     log.close()
@@ -44,28 +44,33 @@ def test_logger_writes_table_jsonl_and_tensorboard(tmp_path):
     assert [(s.step, s.value) for s in scalars] == [(100, 5.0), (200, 6.0)]
 
 
-def test_announce_line_says_how_the_update_runs():
+def test_startup_line_says_how_the_update_runs():
     from types import SimpleNamespace
 
-    from unilab_integration._runners._base import _update_mode
+    from unilab_integration._runners._startup import learner_capture
 
     def mode(status):
-        return _update_mode(SimpleNamespace(capture_status=status))
+        return learner_capture(SimpleNamespace(capture_status=status))
 
-    assert mode("pending") == mode("captured") == "update in CUDA graphs | "
-    assert mode("off") == "update eager | "
-    assert mode("eager: recurrent mini-batches vary in shape") == (
-        "update eager (recurrent mini-batches vary in shape) | "
-    )
-    assert _update_mode(object()) == ""  # learners without a capture status: nothing
+    assert mode("pending") == mode("captured") == ["update in CUDA graphs"]
+    assert mode("off") == ["update eager (capture off in the algorithm's config)"]
+    assert mode("eager: recurrent mini-batches vary in shape") == [
+        "update eager (recurrent mini-batches vary in shape)"
+    ]
+    assert learner_capture(object()) == []  # learners without a capture status: nothing
 
     def both(update, rollout):
-        return _update_mode(SimpleNamespace(capture_status=update, rollout_capture_status=rollout))
+        return learner_capture(
+            SimpleNamespace(capture_status=update, rollout_capture_status=rollout)
+        )
 
-    assert both("captured", "pending") == "update and rollout in CUDA graphs | "
+    assert both("captured", "pending") == ["update and rollout in CUDA graphs"]
     cpu = "eager: CUDA graphs need a CUDA device, got cpu"
-    assert both(cpu, cpu) == "update and rollout eager (CUDA graphs need a CUDA device, got cpu) | "
-    assert both("captured", "off") == "update in CUDA graphs | rollout eager | "
+    assert both(cpu, cpu) == ["update and rollout eager (CUDA graphs need a CUDA device, got cpu)"]
+    assert both("captured", "off") == [
+        "update in CUDA graphs",
+        "rollout eager (capture off in the algorithm's config)",
+    ]
 
 
 def test_matmul_precision_is_applied_validated_and_announced():
