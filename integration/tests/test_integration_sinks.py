@@ -47,7 +47,8 @@ class Recorder:
 @pytest.fixture
 def registry(monkeypatch):
     """The sink registry, restored after the test."""
-    monkeypatch.setattr(_sinks, "_SINKS", dict(_sinks._SINKS))
+    builtin = ("console", "jsonl", "tensorboard", "wandb")  # without a test module's sinks
+    monkeypatch.setattr(_sinks, "_SINKS", {name: _sinks._SINKS[name] for name in builtin})
     Recorder.made = []
     return _sinks._SINKS
 
@@ -93,7 +94,7 @@ def test_unknown_logger_names_the_known_ones(registry, tmp_path):
     assert not any(tmp_path.iterdir())  # refused before any sink started
 
 
-def test_unknown_logger_is_refused_before_any_worker(tmp_path, capsys):
+def test_unknown_logger_is_refused_before_any_worker(registry, tmp_path, capsys):
     argv = ["train", "cartpole-balance", "--iterations", "1", "--cpu-workers", "1"]
     argv += ["--log-dir", str(tmp_path), "--loggers", "console,neptune"]
     assert main(argv) == 2
@@ -219,3 +220,46 @@ def test_config_json_round_trips_the_loggers(tmp_path):
     saved = json.loads(Path(tmp_path / "config.json").read_text())["runner"]
     assert saved["loggers"] == ["console", "wandb"] and saved["wandb"]["project"] == "robots"
     assert load_config(tmp_path / "config.json") == cfg
+
+
+def test_startup_line_on_a_gpu_from_what_torch_warp_and_the_driver_report(monkeypatch, tmp_path):
+    """The CUDA branch on a CPU machine: torch's device properties, warp's CUDA and mempool
+    queries and the driver's /proc file replaced by what an H200 machine reports."""
+    import importlib.metadata as md
+
+    import warp as wp
+
+    from unilab_integration._runners import _startup
+
+    version = tmp_path / "version"
+    version.write_text(
+        "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  580.159.03  Release Build  "
+        "(dvs-builder@U22)  Thu Oct 16 2025\nGCC version:  gcc version 12.3.0\n"
+    )
+    monkeypatch.setattr(_startup, "NVIDIA_VERSION_FILE", version)
+    props = SimpleNamespace(name="NVIDIA H200", major=9, minor=0, total_memory=143771 * 2**20)
+    monkeypatch.setattr(torch.cuda, "get_device_properties", lambda device: props)
+    monkeypatch.setattr(torch.version, "cuda", "13.0")
+    monkeypatch.setattr(wp, "get_cuda_driver_version", lambda: (13, 0))
+    monkeypatch.setattr(wp, "get_cuda_toolkit_version", lambda: (12, 9))
+    monkeypatch.setattr(wp, "is_mempool_supported", lambda name: name == "cuda:0")
+    enabled = {"cuda:0": True}
+    monkeypatch.setattr(wp, "is_mempool_enabled", lambda name: enabled[name])
+    monkeypatch.setattr(wp, "get_mempool_release_threshold", lambda name: 3 * 2**30 // 2)
+    gpu = torch.device("cuda", 0)
+    env = SimpleNamespace(uses_cuda_graph=False, device=gpu, cfg=SimpleNamespace(cuda_graph=True))
+    learner = SimpleNamespace(capture_status="pending", rollout_capture_status="pending")
+    line = _startup.startup_line(gpu, env, learner)
+    assert line == (
+        "system: GPU NVIDIA H200 (sm_90, 140 GiB), NVIDIA driver 580.159.03, CUDA driver 13.0 | "
+        f"torch {torch.__version__} (CUDA 13.0), warp {md.version('warp-lang')} (CUDA 12.9), "
+        f"mujoco-warp {md.version('mujoco-warp')}, mujoco {md.version('mujoco')} | "
+        "env step in a CUDA graph | update and rollout in CUDA graphs | "
+        "warp mempool on (release threshold 1.5 GiB)"
+    )
+    enabled["cuda:0"] = False
+    assert _startup.startup_line(gpu, env, learner).endswith("| warp mempool off")
+    version.write_text("NVRM version: NVIDIA UNIX x86_64 Kernel Module  535.104.05  Sat Aug 19\n")
+    assert "NVIDIA driver 535.104.05, CUDA driver" in _startup.startup_line(gpu, env, learner)
+    monkeypatch.setattr(_startup, "NVIDIA_VERSION_FILE", tmp_path / "absent")
+    assert "(sm_90, 140 GiB), CUDA driver 13.0 |" in _startup.startup_line(gpu, env, learner)

@@ -2,7 +2,7 @@
 `--resume`; what W&B wrote (its .wandb transaction logs) is read back and compared with the run
 folder: the same run id in both sessions, config.json as the run config, every iteration's
 metrics against the global env steps, the checkpoints' paths, and the startup line in the
-run's log.
+run's log. A user's sink registered through `runner.imports` rides along.
 
 Skipped without wandb, unless UNILAB_REQUIRE_WANDB=1 (the nox integration session, which
 installs it) makes a missing wandb a failure."""
@@ -97,7 +97,8 @@ def _train(tmp_path: Path, iterations: int, *more: str) -> None:
     argv = ["train", "cartpole-balance", "--cpu-workers", "1", "--num-envs", "8"]
     argv += ["--env-scope", "per-rank", "--iterations", str(iterations), "--no-progress"]
     argv += ["--log-dir", str(tmp_path / "runs"), "--run-name", "wb", "--save-interval", "1"]
-    argv += ["--loggers", "console,jsonl,wandb", "--set", "runner.num_steps_per_env=8", *more]
+    argv += ["--loggers", "console,jsonl,wandb,returns", "--set", "runner.num_steps_per_env=8"]
+    argv += ["--set", 'runner.imports=["_unilab_user_sink"]', *more]  # registers "returns"
     assert main(argv) == 0
 
 
@@ -112,6 +113,10 @@ def test_wandb_sink_offline_then_resume_continues_the_same_run(tmp_path, monkeyp
     monkeypatch.setenv("WANDB_DIR", str(tmp_path / "wandb"))
     monkeypatch.setenv("WANDB_SILENT", "true")
     monkeypatch.delenv("WANDB_PROJECT", raising=False)
+    here = str(Path(__file__).parent)  # the workers import _unilab_user_sink from here
+    monkeypatch.setenv(
+        "PYTHONPATH", os.pathsep.join(filter(None, [here, os.environ.get("PYTHONPATH")]))
+    )
     (tmp_path / "wandb").mkdir()
     _train(tmp_path, 2)
     run_dir = tmp_path / "runs" / "wb"
@@ -150,6 +155,16 @@ def test_wandb_sink_offline_then_resume_continues_the_same_run(tmp_path, monkeyp
         assert session["summary"]["checkpoint/iteration"] == last
         assert session["exit"] == 0
     assert second["config"]["runner"]["iterations"] == 4
+
+    # the user's sink (docs/integration.md's example), registered through runner.imports
+    ckpts = run_dir / "checkpoints"
+    expected = []
+    for row in rows:
+        ret = "nan" if row["episode/return"] is None else str(row["episode/return"])
+        expected += [f"{row['env_steps/global']:.0f} {ret}"]
+        it = row["iteration"]
+        expected += [f"checkpoint {it} {ckpts / f'ckpt_{it:06d}.pt'}"]
+    assert (run_dir / "returns.txt").read_text().splitlines() == expected
 
     for log in (run_dir / "logs" / "rank0.log", run_dir / "logs" / "resume-2" / "rank0.log"):
         text = log.read_text()

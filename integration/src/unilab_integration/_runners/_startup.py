@@ -2,8 +2,8 @@
 the GPU, driver and CUDA versions, torch / warp / mujoco-warp versions, whether the env step
 and the learner run in CUDA graphs (and if not, why), and warp's memory-pool state.
 
-    system: GPU NVIDIA H200 (sm_90, 140 GiB), NVIDIA driver 570.133.20, CUDA driver 12.8 |
-    torch 2.13.0+cu128 (CUDA 12.8), warp 1.19.0 (CUDA 12.9), mujoco-warp 4.0.0, mujoco 3.4.0 |
+    system: GPU NVIDIA H200 (sm_90, 140 GiB), NVIDIA driver 580.159.03, CUDA driver 13.0 |
+    torch 2.13.0+cu130 (CUDA 13.0), warp 1.19.0 (CUDA 12.9), mujoco-warp 4.0.0, mujoco 4.0.0 |
     env step in a CUDA graph | update and rollout in CUDA graphs | warp mempool on (release
     threshold 0 B)
 
@@ -19,7 +19,9 @@ from typing import Any
 
 import torch
 
-__all__ = ["env_capture", "learner_capture", "startup_line"]
+__all__ = ["NVIDIA_VERSION_FILE", "env_capture", "learner_capture", "startup_line"]
+
+NVIDIA_VERSION_FILE = Path("/proc/driver/nvidia/version")  # the kernel driver's own line
 
 
 def startup_line(device: torch.device, env: Any, learner: Any) -> str:
@@ -86,7 +88,7 @@ def _hardware(device: torch.device) -> str:
 def _nvidia_driver() -> str | None:
     """The NVIDIA kernel driver's version, from /proc (Linux; no nvidia-smi, no NVML)."""
     try:
-        text = Path("/proc/driver/nvidia/version").read_text()
+        text = NVIDIA_VERSION_FILE.read_text()
     except OSError:
         return None
     match = re.search(r"Kernel Module\b.*?\s(\d+\.\d+(?:\.\d+)?)\s", text)
