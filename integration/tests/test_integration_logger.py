@@ -6,18 +6,44 @@ import io
 import json
 
 from unilab_integration import MetricLogger
-from unilab_integration._sinks.console import COLUMNS, format_row
+from unilab_integration._sinks.console import BASE_COLUMNS, format_row, table_columns
 
 
 def test_format_row_and_missing_values():
-    row = format_row({"iteration": 7, "episode/return": 123.456, "lr": 1e-3, "eval/return": 4.5})
+    ppo = table_columns(["learner/surrogate", "learner/value", "lr", "kl"])
+    row = format_row(
+        {"iteration": 7, "episode/return": 123.456, "lr": 1e-3, "eval/return": 4.5}, ppo
+    )
     cells = row.split()
     assert cells[0] == "7"
     assert "123.5" in cells
     assert "1.00e-03" in cells
     assert "4.5" in cells
-    assert len(cells) == len(COLUMNS) == 15
+    assert len(cells) == len(ppo) == len(BASE_COLUMNS) + 4 == 15
     assert cells.count("-") == 11  # every other column is missing
+
+
+def test_console_shows_each_algorithms_own_metrics(tmp_path):
+    """FastSAC's losses appear once its replay is warm (a new header then); no PPO columns."""
+    out = io.StringIO()
+    log = MetricLogger(tmp_path, total=None, sinks=("console",), progress=False, stream=out)
+    log.log(1, {"env_steps/global": 8.0, "learner/updates": 0.0})  # before FastSAC is ready
+    sac = {"learner/critic_loss": 0.5, "learner/actor_loss": -1.25, "learner/q_mean": 3.0}
+    log.log(2, {"env_steps/global": 16.0, **sac, "learner/alpha": 0.01})
+    log.log(3, {"env_steps/global": 24.0, **sac, "learner/alpha": 0.02})
+    log.close()
+    lines = out.getvalue().splitlines()
+    assert len(lines) == 5  # header, row, new header, two rows
+    assert lines[0].split() == [t for _, t, _, _ in BASE_COLUMNS]
+    assert lines[2].split()[8:12] == ["qloss", "aloss", "q", "alpha"]
+    assert "surr" not in lines[2] and "behavior" not in lines[2]
+    assert lines[4].split()[8:12] == ["0.5", "-1.25", "3", "2.00e-02"]
+    out = io.StringIO()
+    log = MetricLogger(tmp_path, total=None, sinks=("console",), progress=False, stream=out)
+    log.log(1, {"learner/behavior": 0.25})  # Distillation
+    log.close()
+    header, row = out.getvalue().splitlines()
+    assert header.split()[8] == "behavior" and row.split()[8] == "0.25"
 
 
 def test_logger_writes_table_jsonl_and_tensorboard(tmp_path):

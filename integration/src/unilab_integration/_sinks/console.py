@@ -3,15 +3,23 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from . import RunInfo
 
-__all__ = ["COLUMNS", "ConsoleSink", "format_header", "format_row"]
+__all__ = [
+    "BASE_COLUMNS",
+    "LEARNER_COLUMNS",
+    "ConsoleSink",
+    "format_header",
+    "format_row",
+    "table_columns",
+]
 
-# (metric key, column title, width, format) of the printed table.
-COLUMNS: tuple[tuple[str, str, int, str], ...] = (
+Column = tuple[str, str, int, str]  # (metric key, column title, width, format)
+
+BASE_COLUMNS: tuple[Column, ...] = (
     ("iteration", "iter", 6, "d"),
     ("env_steps/global", "steps(all)", 11, ".3g"),
     ("env_steps/per_rank", "steps(rank)", 11, ".3g"),
@@ -20,15 +28,32 @@ COLUMNS: tuple[tuple[str, str, int, str], ...] = (
     ("episode/length", "length", 7, ".4g"),
     ("episode/count", "eps", 5, ".0f"),
     ("eval/return", "eval", 9, ".4g"),  # runner.eval_interval: the deterministic policy's return
-    ("learner/surrogate", "surr", 9, ".3g"),
-    ("learner/value", "vloss", 9, ".3g"),
-    ("lr", "lr", 8, ".2e"),
-    ("kl", "kl", 8, ".2e"),
     ("dist/collectives", "coll", 5, ".0f"),
     ("dist/bytes", "bytes", 8, ".3g"),
     ("eta_s", "eta(s)", 7, ".0f"),
 )
+# Each algorithm's own metrics: a column appears once its metric has been logged (PPO:
+# surrogate, value loss, lr, kl; FastSAC: critic and actor loss, Q mean, temperature;
+# Distillation: behavior loss), between `eval` and `coll`.
+LEARNER_COLUMNS: tuple[Column, ...] = (
+    ("learner/surrogate", "surr", 9, ".3g"),
+    ("learner/value", "vloss", 9, ".3g"),
+    ("learner/behavior", "behavior", 9, ".3g"),
+    ("learner/critic_loss", "qloss", 9, ".3g"),
+    ("learner/actor_loss", "aloss", 9, ".3g"),
+    ("learner/q_mean", "q", 9, ".3g"),
+    ("learner/alpha", "alpha", 8, ".2e"),
+    ("lr", "lr", 8, ".2e"),
+    ("kl", "kl", 8, ".2e"),
+)
 HEADER_EVERY = 20  # rows between repeated headers
+
+
+def table_columns(learner_keys: Iterable[str] = ()) -> tuple[Column, ...]:
+    """The table's columns with the learner columns of `learner_keys` (in their fixed order)."""
+    keys = set(learner_keys)
+    learner = tuple(c for c in LEARNER_COLUMNS if c[0] in keys)
+    return BASE_COLUMNS[:8] + learner + BASE_COLUMNS[8:]
 
 
 def _cell(value: Any, width: int, fmt: str) -> str:
@@ -39,23 +64,26 @@ def _cell(value: Any, width: int, fmt: str) -> str:
     return format(float(value), fmt).rjust(width)
 
 
-def format_header() -> str:
-    return " ".join(title.rjust(width) for _, title, width, _ in COLUMNS)
+def format_header(columns: tuple[Column, ...]) -> str:
+    return " ".join(title.rjust(width) for _, title, width, _ in columns)
 
 
-def format_row(metrics: Mapping[str, Any]) -> str:
+def format_row(metrics: Mapping[str, Any], columns: tuple[Column, ...]) -> str:
     """One table row of `metrics` (missing values print as '-')."""
-    return " ".join(_cell(metrics.get(key), width, fmt) for key, _, width, fmt in COLUMNS)
+    return " ".join(_cell(metrics.get(key), width, fmt) for key, _, width, fmt in columns)
 
 
 class ConsoleSink:
-    """The table on `run.stream`, a header every 20 rows; a tqdm bar (iterations of
+    """The table on `run.stream`, a header every 20 rows and whenever a learner column
+    appears (FastSAC's losses after its replay warm-up); a tqdm bar (iterations of
     `run.total`, the latest return) only when `run.progress` and the stream is a terminal:
     under a launcher (output piped to logs) the table's eta column says the same."""
 
     def __init__(self, run: RunInfo) -> None:
         self._stream = run.stream
         self._rows = 0
+        self._learner_keys: set[str] = set()
+        self._columns = table_columns()
         self._bar = None
         if run.progress and getattr(self._stream, "isatty", lambda: False)():
             from tqdm import tqdm
@@ -78,9 +106,14 @@ class ConsoleSink:
             print(text, file=self._stream, flush=True)
 
     def log(self, iteration: int, metrics: Mapping[str, Any]) -> None:
+        seen = {key for key, *_ in LEARNER_COLUMNS if key in metrics} - self._learner_keys
+        if seen:
+            self._learner_keys |= seen
+            self._columns = table_columns(self._learner_keys)
+            self._rows = 0  # a new column: a new header
         if self._rows % HEADER_EVERY == 0:
-            self.write(format_header())
-        self.write(format_row(metrics))
+            self.write(format_header(self._columns))
+        self.write(format_row(metrics, self._columns))
         self._rows += 1
         if self._bar is not None:
             ret = metrics.get("episode/return")
