@@ -176,7 +176,7 @@ def _field_value(cls: type, config: Any, changes: Mapping[str, Any], name: str) 
     if config is not None:
         return getattr(config, name)
     default = attrs.fields_dict(cls)[name].default
-    return default.factory() if isinstance(default, attrs.Factory) else default  # type: ignore[arg-type]
+    return default.factory() if isinstance(default, attrs.Factory) else default
 
 
 def _build(tp: Any, current: Any, value: Any, key: str) -> Any:
