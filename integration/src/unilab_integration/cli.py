@@ -3,6 +3,7 @@
     unilab train cartpole-balance --algo ppo --cpu-workers 2 --until-solved
     unilab train quadruped-velocity --algo ppo --gpus all --num-envs 4096 --env-scope per-rank --iterations 1500
     unilab train cartpole-balance --algo ppo --set algo.learning_rate=3e-4 --set runner.save_interval=10
+    unilab train cartpole-balance --algo ppo --loggers console,jsonl,wandb --set runner.wandb.project=me
     unilab play runs/cartpole-balance_ppo_*/ --episodes 10
     unilab play runs/go1-velocity-flat_ppo_*/ --viewer --port 8080
     unilab play logs/rsl_rl/go1_velocity/RUN/model_1000.pt --task go1-velocity-flat
@@ -93,6 +94,12 @@ def _parser() -> argparse.ArgumentParser:
     )
     t.add_argument("--timeout", type=float, help="collective timeout in seconds")
     t.add_argument("--no-progress", action="store_true", help="no progress bar")
+    t.add_argument(
+        "--loggers",
+        metavar="NAMES",
+        help="comma-separated metric sinks (runner.loggers; default console,jsonl,tensorboard; "
+        'also wandb, with pip install "unilab-integration[wandb]")',
+    )
     t.add_argument(
         "--set",
         action="append",
@@ -206,6 +213,9 @@ def build_config(args: argparse.Namespace) -> TrainConfig:
         items.append("runner.until_solved=true")
     if args.no_progress:
         items.append("runner.progress=false")
+    if args.loggers is not None:
+        names = [name.strip() for name in args.loggers.split(",") if name.strip()]
+        items.append(f"runner.loggers={json.dumps(names)}")
     items = [*items, *args.set]
     cfg = apply_overrides(make_config(args.task, args.algo, preset=args.preset), items)
     if cfg.runner.imports and task_defaults(args.task) is None:
@@ -247,6 +257,9 @@ def _train(args: argparse.Namespace) -> int:
     except WorkerFailedError as e:
         print(f"unilab train: training failed: {e}", file=sys.stderr)
         return 1
+    except ImportError as e:  # a logger's extra is missing (refused before any worker)
+        print(f"unilab train: error: {e}", file=sys.stderr)
+        return 2
     print(_summary(result))
     print(_next_commands(result["run_dir"]))
     return 0
