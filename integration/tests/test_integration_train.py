@@ -357,6 +357,11 @@ def test_distillation_from_ppo_teacher(straight, tmp_path):
     student_ck = load_checkpoint(Path(result["run_dir"]))
     for name, value in teacher.items():
         assert torch.equal(student_ck["learner"][0]["teacher"][name], value), name
+    # the checkpoint records the config the learner was built with: the teacher's network is
+    # the PPO actor's (64, 64), not the distillation default's (512, 256, 128)
+    teacher_algo = load_checkpoint(run_dir)["config"]["algo"]
+    assert student_ck["config"]["algo"]["teacher"] == teacher_algo["actor"]
+    assert student_ck["config"]["algo"]["teacher_obs"] == teacher_algo["actor_obs"]
     rows = _rows(Path(result["run_dir"]))
     assert len(rows) == 2 and all(math.isfinite(r["learner/behavior"]) for r in rows)
 

@@ -54,7 +54,7 @@ def learner_from_checkpoint(ckpt: dict[str, Any] | str | os.PathLike, device: st
         )
     else:
         algo = config.algo
-        if config.algo_name == "distill":  # the teacher's shape is in the saved state
+        if config.algo_name == "distill":
             algo = _teacher_config(algo, ckpt["learner"][0]["teacher"])
         cls = algos_class("PPO") if config.algo_name == "ppo" else algos_class("Distillation")
         learner = cls(obs_shapes, action_dim, algo, device=device)
@@ -68,11 +68,17 @@ def learner_from_checkpoint(ckpt: dict[str, Any] | str | os.PathLike, device: st
 
 
 def _teacher_config(algo: Any, teacher_state: dict[str, Any]) -> Any:
-    """The distillation config whose teacher network matches the saved teacher weights."""
+    """The distillation config a checkpoint's learner was built with.
+
+    Its saved config holds the teacher's network (the runner records it). Checkpoints written
+    before it did hold the default teacher config: for those alone the hidden sizes are read
+    from the saved teacher's weights, and the activation and the rest stay the config's."""
     import attrs
 
     weights = [v for k, v in teacher_state.items() if k.endswith("weight") and v.dim() == 2]
     hidden = tuple(int(w.shape[0]) for w in weights[:-1])
+    if tuple(algo.teacher.hidden) == hidden:
+        return algo
     return attrs.evolve(algo, teacher=attrs.evolve(algo.teacher, hidden=hidden))
 
 

@@ -18,6 +18,7 @@ NET = NetworkConfig(hidden=(8, 8))
 def _make(cfg: DistillationConfig, grad_sync=None) -> Distillation:
     torch.manual_seed(0)
     d = Distillation({k: (v,) for k, v in DIMS.items()}, A, cfg, grad_sync=grad_sync)
+    d.load_teacher({"actor": d.teacher.state_dict()})  # the seeded network is the teacher
     d.init_storage(N, T)
     return d
 
@@ -185,3 +186,14 @@ def test_recurrent_student_trains():
     assert m["optimizer_steps"] == 5
     assert not torch.equal(d.student.memory.rnn.weight_ih_l0, w0)
     assert d.storage.data["hidden", "student", "h"].shape == (T, N, 1, 8)
+
+
+def test_update_without_a_loaded_teacher_is_refused_naming_load_teacher():
+    torch.manual_seed(0)
+    d = Distillation({k: (v,) for k, v in DIMS.items()}, A, _cfg())
+    d.init_storage(N, T)
+    _rollout(d)
+    with pytest.raises(RuntimeError, match=r"no teacher is loaded.*load_teacher"):
+        d.update()
+    d.load_teacher({"actor": d.teacher.state_dict()})
+    assert d.update()["optimizer_steps"] > 0

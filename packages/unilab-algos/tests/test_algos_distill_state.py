@@ -29,6 +29,7 @@ def _make(rnn: str | None, seed: int) -> Distillation:
         max_grad_norm=1.0,
     )
     d = Distillation({k: (v,) for k, v in DIMS.items()}, A, cfg)
+    d.load_teacher({"actor": d.teacher.state_dict()})  # the seeded network is the teacher
     d.init_storage(N, T)
     return d
 

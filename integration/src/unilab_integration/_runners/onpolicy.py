@@ -44,6 +44,8 @@ class OnPolicyRunner(Runner):
             # the teacher network is the PPO actor it was trained as
             ppo = TrainConfig.from_dict(teacher["config"]).algo
             algo = attrs.evolve(algo, teacher=ppo.actor, teacher_obs=ppo.actor_obs)
+            # checkpoints record the config the learner was built with (its teacher network)
+            self.config = attrs.evolve(self.config, algo=algo)
         cls = algos_class("PPO") if self.config.algo_name == "ppo" else algos_class("Distillation")
         learner = cls(
             self.obs_shapes,

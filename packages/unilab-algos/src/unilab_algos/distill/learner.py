@@ -201,6 +201,12 @@ class Distillation:
     def update(self) -> dict[str, float]:
         """Behaviour cloning over the stored rollout; returns `behavior` (mean per-step loss over
         all E*T steps, RSL-RL's definition), `optimizer_steps` and `collectives`."""
+        if not self.teacher_loaded:
+            raise RuntimeError(
+                "Distillation.update: no teacher is loaded, so the stored labels are an "
+                "untrained network's actions; call load_teacher(ppo.state_dict()) (or "
+                "load_state_dict of a distillation checkpoint) before collecting the rollout"
+            )
         if self.storage is None or not self.storage.is_full:
             raise RuntimeError("Distillation.update: the rollout storage is not full")
         cfg, data = self.cfg, self.storage.data
