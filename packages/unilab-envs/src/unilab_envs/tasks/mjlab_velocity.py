@@ -36,13 +36,25 @@ from unilab_envs.tasks import _mjlab_kernels as K
 from unilab_envs.tasks import robots
 from unilab_envs.tasks.robots import RobotConfig
 from unilab_envs.tasks.velocity import COMMAND_NAMES, joint_position_info, named_ids, robot_spec
+from unilab_envs.terrain import (
+    GridPattern,
+    HeightScan,
+    RingPattern,
+    TerrainConfig,
+    TerrainLevels,
+    add_terrain,
+)
 
 __all__ = [
     "MjlabVelocityConfig",
     "MjlabVelocityTask",
     "g1_flat_config",
+    "g1_rough_config",
+    "go1_rough_config",
     "make_g1_velocity_flat",
+    "make_g1_velocity_rough",
     "make_go1_velocity_flat",
+    "make_go1_velocity_rough",
 ]
 
 # Task-owned per-world state `load_state` accepts (attributes of `MjlabVelocityTask`).
@@ -58,6 +70,7 @@ _TASK_STATE = (
     "foot_height",
     "peak_height",
     "self_collision_force",
+    "touch_force",
 )
 
 # Model fields MJWarp's `set_const` recomputes per world after the COM draw (MJLab's
@@ -186,6 +199,42 @@ class MjlabVelocityConfig:
     noise_gravity: float = 0.05
     noise_joint_pos: float = 0.01
     noise_joint_vel: float = 1.5
+    # ---- rough terrain (MJLab's rough tasks; None: flat, a plane at z = 0) ----
+    terrain: TerrainConfig | None = None
+    # curriculum: initial levels uniform in [0, max_init_terrain_level] (None: every row)
+    max_init_terrain_level: int | None = 5
+    # terrain_scan: rays under `terrain_scan_body` (policy and critic `height_scan`:
+    # (body z - hit z) / max_distance, actor noise +-noise_height_scan before the scale)
+    terrain_scan_body: str = "trunk"
+    terrain_scan: GridPattern = attrs.field(factory=GridPattern)
+    noise_height_scan: float = 0.1
+    # foot_height_scan: rays around each foot site (None on flat: clamp(site z, 0, max))
+    foot_scan: RingPattern | None = None
+    # upright against the plane fitted to terrain_scan's hits (Go1 rough)
+    upright_terrain_normal: bool = False
+    terrain_normal_points: int = 32
+    out_of_bounds_margin: float = 0.3
+    fell_over: bool = True  # bad_orientation terminates (Go1 rough: off)
+    # ground-touch sensors (each geom against the terrain body, force history of
+    # `self_collision_history` substeps): shank_collision, trunk_head_collision penalties
+    # (self_collision_cost, `touch_force_threshold`) and the illegal_contact termination
+    shank_geoms: tuple[str, ...] = ()
+    w_shank_collision: float = 0.0
+    trunk_head_geoms: tuple[str, ...] = ()
+    w_trunk_head_collision: float = 0.0
+    illegal_contact_geoms: tuple[str, ...] = ()
+    touch_force_threshold: float = 10.0
+    illegal_contact_threshold: float = 10.0
+    # simulation overrides of the robot's (None: keep): MJLab's rough ccd_iterations,
+    # nconmax, njmax
+    ccd_iterations: int | None = None
+    nconmax: int | None = None
+    njmax: int | None = None
+
+    @property
+    def num_scan(self) -> int:
+        """Height-scan rays in the observations (0 on flat)."""
+        return 0 if self.terrain is None else len(self.terrain_scan.offsets())
 
     @property
     def weights(self) -> tuple[float, ...]:
@@ -211,11 +260,25 @@ class MjlabVelocityTask(Task):
 
     def __init__(self, robot: RobotConfig, config: MjlabVelocityConfig, name: str) -> None:
         self.robot, self.config = robot, config
-        j, f = robot.num_joints, len(config.foot_contacts)
+        j, f, n_scan = robot.num_joints, len(config.foot_contacts), config.num_scan
+        self.layout = None
+        self.levels: TerrainLevels | None = None
+        if config.terrain is not None:
+            # the grid (host numpy, ~0.02 s): the curriculum needs it before `build_model`
+            self.layout = add_terrain(mujoco.MjSpec(), config.terrain)
+            self.levels = TerrainLevels(
+                self.layout,
+                max_init_level=config.max_init_terrain_level,
+                episode_length_s=config.episode_length_s,
+                seed=config.terrain.seed,
+            )
         self.spec = TaskSpec(
             name=name,
             action_dim=j,
-            observation_dims={"policy": 12 + 3 * j, "critic": 12 + 3 * j + 6 * f},
+            observation_dims={
+                "policy": 12 + 3 * j + n_scan,
+                "critic": 12 + 3 * j + n_scan + 6 * f,
+            },
             decimation=config.decimation,
             physics_dt=config.physics_dt,
             max_episode_steps=config.max_episode_steps,
@@ -223,7 +286,9 @@ class MjlabVelocityTask(Task):
             * (config.w_track_linear_velocity + config.w_track_angular_velocity)
             * config.episode_length_s,
             log_terms=config.log_terms,
-            capacity=Capacity(nconmax=robot.nconmax, njmax=robot.njmax),
+            capacity=Capacity(
+                nconmax=config.nconmax or robot.nconmax, njmax=config.njmax or robot.njmax
+            ),
             forward_after_reset=True,
             action_bound=None,
             # geom_friction, body_ipos: the startup draws; the rest is what MJWarp's
@@ -255,9 +320,20 @@ class MjlabVelocityTask(Task):
             "ang_vel": critic[:, 3:6],
         }
 
+    def curriculum(self) -> TerrainLevels | None:
+        """Rough tasks: MJLab's `terrain_levels_vel`, per world (`TerrainLevels`)."""
+        return self.levels
+
     # ------------------------------------------------------------------ host side
     def build_model(self) -> mujoco.MjModel:
-        spec, c = robot_spec(self.robot), self.config
+        c = self.config
+        spec = robot_spec(self.robot, floor=c.terrain is None)
+        ground = "world"
+        if c.terrain is not None:
+            add_terrain(spec, c.terrain)  # the same grid as `self.layout` (deterministic)
+            ground = "terrain"
+        if c.ccd_iterations is not None:
+            spec.option.ccd_iterations = c.ccd_iterations
         for primary in c.foot_contacts:
             for field, bit in (("found", 0), ("force", 1)):
                 # MJLab's ContactSensor: one sensor per (foot, field), secondary the ground,
@@ -268,7 +344,7 @@ class MjlabVelocityTask(Task):
                     objtype=_CONTACT_OBJ[c.foot_contact_mode],
                     objname=primary,
                     reftype=mujoco.mjtObj.mjOBJ_BODY,
-                    refname="world",
+                    refname=ground,
                     intprm=[1 << bit, 3, 1],
                 )
         if c.self_collision_subtree is not None:
@@ -285,9 +361,25 @@ class MjlabVelocityTask(Task):
                     refname=body,
                     intprm=[1 << bit, 0, 1],
                 )
+        for geom in self._touch_geoms():
+            # MJLab's {shank,trunk,thigh}_ground_touch: each geom against the terrain body,
+            # field "force", reduce "none" (0), one slot.
+            spec.add_sensor(
+                name=f"ground_touch_{geom}_force",
+                type=mujoco.mjtSensor.mjSENS_CONTACT,
+                objtype=mujoco.mjtObj.mjOBJ_GEOM,
+                objname=geom,
+                reftype=mujoco.mjtObj.mjOBJ_BODY,
+                refname=ground,
+                intprm=[1 << 1, 0, 1],
+            )
         mjm = spec.compile()
         self._index(mjm)
         return mjm
+
+    def _touch_geoms(self) -> tuple[str, ...]:
+        c = self.config
+        return (*c.shank_geoms, *c.trunk_head_geoms, *c.illegal_contact_geoms)
 
     def _index(self, mjm: mujoco.MjModel) -> None:
         r, c, path = self.robot, self.config, self.robot.mjcf
@@ -348,10 +440,21 @@ class MjlabVelocityTask(Task):
             "force_adr": np.asarray(
                 [sensor(f"feet_ground_contact_{g}_force") for g in c.foot_contacts], i32
             ),
+            "touch_adr": np.asarray(
+                [sensor(f"ground_touch_{g}_force") for g in self._touch_geoms()], i32
+            ),
             "stage_step": np.asarray([s for s, _, _ in c.command_stages], i32),
             "stage": np.asarray([(*x, *z) for _, x, z in c.command_stages], f32),
         }
         self._ipos0 = mjm.body_ipos[self._com_body].astype(f32)
+        if c.terrain is not None:
+            self._scan_body = named_ids(
+                mjm, mujoco.mjtObj.mjOBJ_BODY, [c.terrain_scan_body], "bodies", path
+            )[0]
+            n = c.num_scan
+            # MJLab's terrain_normal_from_sensors: linspace(0, n - 1, points).long()
+            idx = np.linspace(0, n - 1, min(c.terrain_normal_points, n)).astype(np.int64)
+            self._host["normal_idx"] = idx.astype(i32)
 
     def params(self) -> K.Params:
         c, r = self.config, self.robot
@@ -406,6 +509,25 @@ class MjlabVelocityTask(Task):
         p.imu_gyro, p.imu_vel = self._imu
         p.angmom_adr, p.self_force_adr = self._angmom, self._self_force
         p.self_force_threshold = c.self_collision_threshold
+        rough = c.terrain is not None
+        p.nscan = c.num_scan
+        p.scan_max = c.terrain_scan.max_distance
+        p.scan_scale = 1.0 / c.terrain_scan.max_distance
+        p.noise_height_scan = c.noise_height_scan
+        p.foot_rays = int(rough and c.foot_scan is not None)
+        p.upright_normal = int(rough and c.upright_terrain_normal)
+        p.oob = int(rough)
+        if rough:
+            ex, ey = self.layout.extent
+            border = c.terrain.border_width
+            p.oob_x = max(0.0, ex + border - c.out_of_bounds_margin)
+            p.oob_y = max(0.0, ey + border - c.out_of_bounds_margin)
+        p.fell_over = int(c.fell_over)
+        p.touch_a = len(c.shank_geoms)
+        p.touch_b = p.touch_a + len(c.trunk_head_geoms)
+        p.touch_c = p.touch_b + len(c.illegal_contact_geoms)
+        p.touch_threshold = c.touch_force_threshold
+        p.illegal_threshold = c.illegal_contact_threshold
         return p
 
     def bind(self, ctx: TaskContext) -> None:
@@ -431,6 +553,11 @@ class MjlabVelocityTask(Task):
         self.encoder_bias = wp.zeros((n, self.robot.num_joints), dtype=float, device=dev)
         h = c.self_collision_history if c.self_collision_subtree is not None else 0
         self.self_collision_force = wp.zeros((n, h), dtype=float, device=dev)
+        ng = len(self._touch_geoms())
+        self.touch_force = wp.zeros(
+            (n, ng, c.self_collision_history if ng else 0), dtype=float, device=dev
+        )
+        self._bind_terrain(ctx)
         self.env_step = wp.zeros(1, dtype=wp.int32, device=dev)
         lo = wp.vec3(*(a for a, _ in c.foot_friction))
         hi = wp.vec3(*(b for _, b in c.foot_friction))
@@ -451,6 +578,33 @@ class MjlabVelocityTask(Task):
         # regularization, so contact forces), per world, as MJLab's set_const after base_com.
         mjw.set_const(ctx.model, ctx.data)
 
+    def _bind_terrain(self, ctx: TaskContext) -> None:
+        """The height scans, the terrain levels and the arrays the kernels read on flat."""
+        dev, n, c, mjm = ctx.device, ctx.num_envs, self.config, ctx.mjm
+        self._scan = self._foot_scan = None
+        if self.levels is None:
+            self._origin = wp.zeros(0, dtype=wp.vec3, device=dev)
+            self._scan_arrays = (
+                wp.zeros((n, 0), dtype=wp.vec3, device=dev),
+                wp.zeros((n, 0), dtype=wp.vec3, device=dev),
+                wp.zeros((n, 0), dtype=float, device=dev),
+                wp.zeros((n, 0), dtype=float, device=dev),
+            )
+            self._a["normal_idx"] = wp.zeros(0, dtype=wp.int32, device=dev)
+            return
+        group = (c.terrain.geom_group,)
+        self._scan = HeightScan(n, self._scan_body, c.terrain_scan, geom_groups=group, device=dev)
+        s = self._scan
+        self._scan_arrays = (s.pnt, s.vec, s.dist, s.heights)
+        if c.foot_scan is not None:
+            sites = self._host["foot_site"].tolist()
+            self._foot_scan = HeightScan(
+                n, sites, c.foot_scan, geom_groups=group, device=dev, frame="site",
+                exclude=mjm.site_bodyid[sites].tolist(),
+            )  # fmt: skip
+        self.levels.bind(n, dev)
+        self._origin = self.levels.origin
+
     def deployment_info(self) -> dict[str, Any]:
         """`Task.deployment_info()`: MJLab's JointPositionAction (target = default pose +
         scale * action; the encoder bias is the simulated sensor's error, not part of it), the
@@ -459,12 +613,18 @@ class MjlabVelocityTask(Task):
         r, c, j, f = self.robot, self.config, self.robot.num_joints, len(self.config.foot_contacts)
         policy = [("base_lin_vel", 3), ("base_ang_vel", 3), ("projected_gravity", 3)]
         policy += [("joint_pos", j), ("joint_vel", j), ("actions", j), ("command", 3)]
+        if c.num_scan:
+            policy.append(("height_scan", c.num_scan))
         critic = [*policy, ("foot_height", f), ("foot_air_time", f), ("foot_contact", f)]
         critic.append(("foot_contact_forces", 3 * f))
         info = {
             **super().deployment_info(),
             **joint_position_info(r, self.build_model(), {"policy": policy, "critic": critic}),
         }
+        for group in info["observations"].values():
+            for term in group:
+                if term["name"] == "height_scan":  # (body z - hit z) / max_distance
+                    term["scale"] = 1.0 / c.terrain_scan.max_distance
 
         def ranges(stage: tuple) -> dict[str, list[float]]:
             _, x, z = stage
@@ -545,8 +705,8 @@ class MjlabVelocityTask(Task):
         wp.launch(
             K.track_contacts,
             dim=ctx.num_envs,
-            inputs=[self._p, ctx.data.sensordata, self._a["found_adr"]],
-            outputs=[self.air_time, self.contact_time, self.self_collision_force],
+            inputs=[self._p, ctx.data.sensordata, self._a["found_adr"], self._a["touch_adr"]],
+            outputs=[self.air_time, self.contact_time, self.self_collision_force, self.touch_force],
             device=ctx.device,
         )
 
@@ -565,14 +725,20 @@ class MjlabVelocityTask(Task):
                 ctx.action, ctx.last_action, self.command, a["qadr"], a["default"], a["soft_lo"],
                 a["soft_hi"], a["std_stand"], a["std_walk"], a["std_run"], a["foot_site"],
                 a["foot_body"], a["found_adr"], a["force_adr"], self.contact_time, self.foot_height,
-                self.self_collision_force,
+                self.self_collision_force, self.touch_force, *self._scan_arrays[:3],
+                a["normal_idx"],
             ],
-            outputs=[self.peak_height, reward, terminated, log],
+            outputs=[self.peak_height, reward, terminated, ctx.time_out, log],
             device=ctx.device,
         )  # fmt: skip
 
     def observe(self, ctx: TaskContext, obs) -> None:
         a, d = self._a, ctx.data
+        if self._scan is not None:  # MJLab's sense(): the ray casts, after the forward
+            self._scan.cast(ctx.model, d)
+        if self._foot_scan is not None:
+            self._foot_scan.cast(ctx.model, d)
+            self._foot_scan.clearance(d, self.foot_height)
         wp.launch(
             K.observe,
             dim=(ctx.num_envs, self.spec.observation_dims["policy"]),
@@ -580,7 +746,7 @@ class MjlabVelocityTask(Task):
                 ctx.seed, ctx.rng_counter, self._p, d.qpos, d.qvel, d.xmat, d.site_xpos,
                 d.sensordata, ctx.action, ctx.episode_length, self.command, a["qadr"], a["dadr"],
                 a["default"], self.encoder_bias, a["foot_site"], a["found_adr"], a["force_adr"],
-                self.air_time,
+                self.air_time, self._scan_arrays[3],
             ],
             outputs=[self.foot_height, obs["policy"], obs["critic"]],
             device=ctx.device,
@@ -588,17 +754,21 @@ class MjlabVelocityTask(Task):
 
     def reset_worlds(self, ctx: TaskContext, mask: wp.array) -> None:
         a, d = self._a, ctx.data
+        if self.levels is not None:  # terrain_levels_vel, before the reset pose is drawn
+            self.levels.move(
+                ctx.seed, ctx.rng_counter, mask, self.env_step, d.xpos, self._root, self.command
+            )
         wp.launch(
             K.reset_and_command,
             dim=ctx.num_envs,
             inputs=[
                 ctx.seed, ctx.rng_counter, mask, self.env_step, self._p, a["stage_step"],
                 a["stage"], a["qadr"], a["default"], a["soft_lo"], a["soft_hi"], d.xpos, d.xmat,
-                d.cvel, d.subtree_com,
+                d.cvel, d.subtree_com, self._origin,
             ],
             outputs=[
                 d.qpos, d.qvel, self.push_time_left, self.air_time, self.contact_time,
-                self.self_collision_force, self.command, self.heading_target, self.command_flags, self.command_time_left,
+                self.self_collision_force, self.touch_force, self.command, self.heading_target, self.command_flags, self.command_time_left,
             ],
             device=ctx.device,
         )  # fmt: skip
@@ -676,3 +846,67 @@ def make_g1_velocity_flat(robot: RobotConfig | None = None, **overrides) -> Mjla
     if robot is None:
         robot = robots.g1()  # RobotFileNotFoundError names the ways to provide g1.xml
     return MjlabVelocityTask(robot, g1_flat_config(robot, **overrides), "g1-velocity-flat")
+
+
+# --------------------------------------------------------------------------- rough terrain
+_GO1_LEGS = ("FR", "FL", "RR", "RL")
+
+
+def _rough_fields() -> dict[str, Any]:
+    """What every robot's rough task adds to its flat one (velocity_env_cfg.py): the
+    terrain generator, terrain_scan, out_of_terrain_bounds, terrain_levels_vel and MJLab's
+    rough simulation settings (ccd_iterations 500, njmax 1500)."""
+    return {"terrain": TerrainConfig(), "ccd_iterations": 500, "njmax": 1500}
+
+
+def go1_rough_config(**overrides) -> MjlabVelocityConfig:
+    """`Mjlab-Velocity-Rough-Unitree-Go1`'s options (config/go1/env_cfgs.py,
+    unitree_go1_rough_env_cfg); `overrides` are `MjlabVelocityConfig` fields."""
+    fields: dict[str, Any] = {
+        **_rough_fields(),
+        "terrain_scan_body": "trunk",
+        "foot_scan": RingPattern(radius=0.04, num_samples=4, max_distance=1.0),
+        "upright_terrain_normal": True,
+        "fell_over": False,  # on rough terrain Go1 tilts; out_of_terrain_bounds resets it
+        "w_self_collisions": -0.1,
+        "self_collision_subtree": "trunk",
+        "shank_geoms": tuple(f"{leg}_calf_collision{i}" for leg in _GO1_LEGS for i in (1, 2)),
+        "w_shank_collision": -0.1,
+        "trunk_head_geoms": ("trunk_collision", "head_collision"),
+        "w_trunk_head_collision": -0.1,
+        "illegal_contact_geoms": tuple(
+            f"{leg}_thigh_collision{i}" for leg in _GO1_LEGS for i in (1, 2, 3)
+        ),
+        "nconmax": 35,
+    }
+    fields.update(overrides)
+    return MjlabVelocityConfig(**fields)
+
+
+def g1_rough_config(robot: RobotConfig, **overrides) -> MjlabVelocityConfig:
+    """`Mjlab-Velocity-Rough-Unitree-G1`'s options (config/g1/env_cfgs.py,
+    unitree_g1_rough_env_cfg) for `robot`'s joints; `overrides` are config fields."""
+    fields: dict[str, Any] = {
+        **_rough_fields(),
+        "terrain_scan_body": "pelvis",
+        "foot_scan": RingPattern(radius=0.03, num_samples=6, max_distance=1.0),
+        "nconmax": 70,
+    }
+    fields.update(overrides)
+    return g1_flat_config(robot, **fields)
+
+
+def make_go1_velocity_rough(robot: RobotConfig | None = None, **overrides) -> MjlabVelocityTask:
+    """`go1-velocity-rough`: MJLab's `Mjlab-Velocity-Rough-Unitree-Go1` (terrain grid,
+    height scans, terrain levels); `overrides` are `MjlabVelocityConfig` fields."""
+    if robot is None:
+        robot = robots.go1()
+    return MjlabVelocityTask(robot, go1_rough_config(**overrides), "go1-velocity-rough")
+
+
+def make_g1_velocity_rough(robot: RobotConfig | None = None, **overrides) -> MjlabVelocityTask:
+    """`g1-velocity-rough`: MJLab's `Mjlab-Velocity-Rough-Unitree-G1`; `overrides` are
+    `MjlabVelocityConfig` fields."""
+    if robot is None:
+        robot = robots.g1()
+    return MjlabVelocityTask(robot, g1_rough_config(robot, **overrides), "g1-velocity-rough")
