@@ -81,6 +81,15 @@ _pair = attrs.converters.pipe(tuple, lambda v: tuple(float(x) for x in v))
 _CONTACT_OBJ = {"geom": mujoco.mjtObj.mjOBJ_GEOM, "subtree": mujoco.mjtObj.mjOBJ_XBODY}
 
 
+def _terrain_config(value: Any) -> TerrainConfig | None:
+    if value is None or isinstance(value, TerrainConfig):
+        return value
+    if not isinstance(value, Mapping):
+        raise TypeError(f"terrain must be a TerrainConfig, a mapping of its fields or None, not {value!r}")
+    fields = {k: tuple(v) if isinstance(v, list) else v for k, v in value.items()}
+    return attrs.evolve(TerrainConfig(), **fields)
+
+
 def _stages(value) -> tuple[tuple[int, tuple[float, float], tuple[float, float]], ...]:
     return tuple((int(s), tuple(map(float, x)), tuple(map(float, z))) for s, x, z in value)
 
@@ -200,7 +209,8 @@ class MjlabVelocityConfig:
     noise_joint_pos: float = 0.01
     noise_joint_vel: float = 1.5
     # ---- rough terrain (MJLab's rough tasks; None: flat, a plane at z = 0) ----
-    terrain: TerrainConfig | None = None
+    # (a mapping of TerrainConfig's fields, e.g. from a JSON config, is converted)
+    terrain: TerrainConfig | None = attrs.field(default=None, converter=_terrain_config)
     # curriculum: initial levels uniform in [0, max_init_terrain_level] (None: every row)
     max_init_terrain_level: int | None = 5
     # terrain_scan: rays under `terrain_scan_body` (policy and critic `height_scan`:

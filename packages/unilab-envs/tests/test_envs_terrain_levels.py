@@ -1,0 +1,160 @@
+"""Terrain levels (MJLab's terrain_levels_vel) and the rough tasks' spawning and bounds, on CPU."""
+
+from __future__ import annotations
+
+import mujoco
+import numpy as np
+import pytest
+import torch
+import warp as wp
+
+from unilab_envs.terrain import (
+    FlatTerrain,
+    PyramidStairsTerrain,
+    TerrainConfig,
+    TerrainLevels,
+    add_terrain,
+    proportional_counts,
+)
+
+SMALL = TerrainConfig(
+    sub_terrains=(
+        FlatTerrain(name="flat", proportion=0.5),
+        PyramidStairsTerrain(name="stairs", proportion=0.5, step_height_range=(0.0, 0.1)),
+    ),
+    num_rows=3,
+    border_width=2.0,
+)
+
+
+def _levels(n: int, **kw) -> TerrainLevels:
+    layout = add_terrain(mujoco.MjSpec(), SMALL)
+    levels = TerrainLevels(layout, episode_length_s=20.0, **kw)
+    levels.bind(n, "cpu")
+    return levels
+
+
+def test_proportional_counts_match_mjlab():
+    assert proportional_counts(10, [0.2, 0.2, 0.2, 0.1, 0.1, 0.1, 0.1]).tolist() == [
+        2, 2, 2, 1, 1, 1, 1,
+    ]  # fmt: skip
+    assert proportional_counts(3, [0.5, 0.5, 0.25]).tolist() == [1, 1, 1]
+    assert proportional_counts(2, [0.2, 0.5, 0.3]).tolist() == [0, 1, 1]
+
+
+def test_initial_levels_and_types():
+    lv = _levels(8, max_init_level=1)
+    levels, types = lv.levels.numpy(), lv.types.numpy()
+    assert types.tolist() == [0, 0, 0, 0, 1, 1, 1, 1]  # by env index, in proportion
+    assert set(levels.tolist()) <= {0, 1}
+    table = lv.layout.origins
+    np.testing.assert_allclose(lv.origin.numpy(), table[levels, types], atol=1e-6)
+    again = _levels(8, max_init_level=1)  # the terrain seed fixes them: the same on every rank
+    assert again.levels.numpy().tolist() == levels.tolist()
+
+
+def test_the_level_rule_against_a_hand_computed_case():
+    """Half tile = 4 m; the command's asked distance = |v_xy| * 20 s / 2."""
+    n = 6
+    lv = _levels(n, max_init_level=0)
+    t = lv._torch
+    start = torch.tensor([1, 1, 1, 2, 0, 1], dtype=torch.int32)
+    lv.adopt_levels(start)
+    table = torch.as_tensor(lv.layout.origins, dtype=torch.float32)
+    types = torch.as_tensor(lv.types.numpy(), dtype=torch.long)
+    t["origin"].copy_(table[start.long(), types])
+    origin = t["origin"].numpy().copy()
+    #            walked (m), |command xy| (m/s)   -> expected
+    walked = [5.0, 1.0, 3.0, 4.5, 0.5, 9.0]
+    speed = [0.1, 0.5, 0.2, 0.0, 1.0, 1.0]
+    # 0: 5 > 4 up; 1: 1 < 0.5 * 10 = 5 down; 2: 3 > 2, < 4: stays; 3: up past the top (2):
+    # a random level; 4: down below 0 stays 0; 5: not reset
+    xpos = np.zeros((n, 1, 3), dtype=np.float32)
+    xpos[:, 0, :] = origin
+    xpos[:, 0, 0] += np.asarray(walked) * 0.6
+    xpos[:, 0, 1] += np.asarray(walked) * 0.8
+    cmd = np.zeros((n, 3), dtype=np.float32)
+    cmd[:, 0], cmd[:, 2] = speed, 3.0  # the yaw rate does not count
+    mask = wp.array([True] * 5 + [False], dtype=wp.bool, device="cpu")
+    counter = wp.array([7], dtype=wp.int32, device="cpu")
+    args = (
+        3, counter, mask, wp.array([1], dtype=wp.int32, device="cpu"),
+        wp.array(xpos, dtype=wp.vec3, device="cpu"), 0, wp.array(cmd, dtype=wp.vec3, device="cpu"),
+    )  # fmt: skip
+    lv.move(*args)
+    got = lv.levels.numpy()
+    assert got[[0, 1, 2, 4, 5]].tolist() == [2, 0, 1, 0, 1]
+    assert 0 <= got[3] < 3
+    assert lv.outcome_counts().numpy().tolist() == [[1, 0, 0, 1, 0, 0], [0, 1, 0, 0, 1, 0]]
+    np.testing.assert_allclose(
+        lv.origin.numpy()[:5], table[torch.as_tensor(got[:5]).long(), types[:5]].numpy()
+    )
+    np.testing.assert_allclose(lv.origin.numpy()[5], origin[5])  # not reset: not moved
+    # before the env's first step: no move at all
+    fresh = _levels(n, max_init_level=0)
+    fresh.move(*args[:3], wp.array([0], dtype=wp.int32, device="cpu"), *args[4:])
+    assert fresh.levels.numpy().tolist() == [0] * n
+    assert fresh.outcome_counts().sum() == 0
+
+
+def test_global_rule_and_resplit():
+    lv = _levels(4, max_init_level=0)
+    lv.adopt_levels(torch.tensor([1, 2, 0, 1], dtype=torch.int32))
+    # summed over ranks: slot 0 net up, 1 net up past the top, 2 net down at 0, 3 even
+    lv.apply_outcomes(torch.tensor([[2, 1, 0, 1], [1, 0, 3, 1]], dtype=torch.int32))
+    got = lv.levels.numpy().tolist()
+    assert got[0] == 2 and got[2] == 0 and got[3] == 1 and 0 <= got[1] < 3
+    assert lv.shared.numpy().tolist() == got and lv.outcome_counts().sum() == 0
+    # a state of 4 worlds (types 0 0 1 1) into 6 (types 0 0 0 1 1 1): re-split by type
+    state = lv.state_dict()
+    big = _levels(6)
+    big.load_state_dict(state)
+    assert big.levels.numpy().tolist() == [got[0], got[1], got[0], got[2], got[3], got[2]]
+    table = big.layout.origins
+    np.testing.assert_allclose(
+        big.origin.numpy(), table[big.levels.numpy(), big.types.numpy()], atol=1e-6
+    )
+    with pytest.raises(ValueError, match="levels"):
+        big.load_state_dict({**state, "rows": 5})
+
+
+@pytest.fixture(scope="module")
+def rough_env():
+    import unilab_envs
+
+    terrain = {"num_rows": 2, "tile_size": (4.0, 4.0), "border_width": 1.0}
+    env = unilab_envs.make("go1-velocity-rough", num_envs=7, device="cpu", terrain=terrain)
+    env.reset()
+    return env
+
+
+def test_rough_worlds_spawn_on_their_tile(rough_env):
+    env = rough_env
+    lv, task = env.curriculum, env.task
+    assert env.observation_shapes == {"policy": (48 + 187,), "critic": (72 + 187,)}
+    assert lv.types.numpy().tolist() == list(range(7))  # one world per type
+    origin = lv.layout.origins[lv.levels.numpy(), lv.types.numpy()]
+    base = env.ctx.data.qpos.numpy()[:, :3]
+    assert np.all(np.abs(base[:, :2] - origin[:, :2]) <= 0.5 + 1e-5)
+    dz = base[:, 2] - origin[:, 2] - task.robot.init_height
+    assert np.all((dz >= 0.01 - 1e-5) & (dz <= 0.05 + 1e-5))
+    # the critic's height scan: (base z - ground z) / 5; world 0 is on the flat type (z = 0)
+    obs = env.get_observations()
+    critic = obs["obs", "critic"][:, 48 : 48 + 187].numpy()
+    np.testing.assert_allclose(critic[0], base[0, 2] / 5.0, atol=1e-5)
+    assert np.all(critic > 0.0) and np.all(critic < 1.0)
+    actor = obs["obs", "policy"][:, 48:].numpy()  # the same plus noise of +-0.1 m before / 5
+    assert np.all(np.abs(actor - critic) <= 0.1 / 5.0 + 1e-6) and np.any(actor != critic)
+
+
+def test_leaving_the_terrain_is_a_time_out(rough_env):
+    env = rough_env
+    lim = env.task._p.oob_x  # 2 rows * 4 m / 2 + 1 m border - 0.3 m margin
+    assert lim == pytest.approx(4.0 + 1.0 - 0.3)
+    qpos = env.ctx.data.qpos.numpy().copy()
+    qpos[0, 0] = lim + 0.5
+    qpos[1, 1] = -(7 * 4.0 / 2 + 1.0 - 0.3 + 0.5)
+    env.task.load_state(env.ctx, {"qpos": qpos})
+    out = env.step(torch.zeros(7, env.action_dim))
+    assert out["truncated"][:2].all() and not out["terminated"][:2].any()
+    assert not out["done"][2:].any()
