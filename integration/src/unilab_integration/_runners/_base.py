@@ -284,6 +284,10 @@ class Runner:
         )
         replicas_s = self._check_replicas()
         metrics = self._reduce(learner_metrics, evaluation)
+        # the curriculum sync runs inside `_reduce`: its collectives count in this iteration
+        synced = unilab_dist.accounting.snapshot()
+        if "curriculum" in synced:
+            after = {**after, "curriculum": synced["curriculum"]}
         phases = {
             name: (
                 after[name]["collectives"] - before.get(name, {}).get("collectives", 0),
@@ -377,7 +381,9 @@ class Runner:
         local = {
             "rng": capture_rng(self.device),
             "env_state": env_state,
-            "obs": self.obs.to("cpu"),
+            # a clone: the step's outputs are views of one byte buffer, whose size need not be
+            # a multiple of 4, and torch.save of such a float view writes an unreadable file
+            "obs": self.obs.to("cpu").clone(),
             "curriculum": curriculum.state_dict() if curriculum is not None else None,
             "learner": _to_cpu(self.learner_state()),
         }

@@ -207,20 +207,21 @@ class TerrainLevels(Curriculum):
         return False
 
     def metric_sums(self) -> dict[str, tuple[float, float]]:
-        """This rank's level statistics as {name: (sum, count)} (one host read): "mean" (the
-        level over all worlds), "level_<k>" (the fraction of worlds at level k) and
-        "<type name>" (the mean level of that type's worlds). Global values are the sums
+        """This rank's level statistics as {name: (sum, count)} (one host read):
+        "terrain_levels/mean" (the level over all worlds), "terrain_levels/level_<k>" (the
+        fraction of worlds at level k) and "terrain_levels/<type name>" (the mean level of
+        that type's worlds). Global values are the sums
         over ranks divided by the counts over ranks (count-weighted)."""
         levels = self._torch["levels"].to("cpu", torch.int64).numpy()
         n = float(len(levels))
-        out: dict[str, tuple[float, float]] = {"mean": (float(levels.sum()), n)}
+        out: dict[str, tuple[float, float]] = {"terrain_levels/mean": (float(levels.sum()), n)}
         hist = np.bincount(levels, minlength=self.rows)
         for k in range(self.rows):
-            out[f"level_{k}"] = (float(hist[k]), n)
+            out[f"terrain_levels/level_{k}"] = (float(hist[k]), n)
         for t, name in enumerate(self.layout.type_names):
             sel = self._types_np == t
             if sel.any():
-                out[name] = (float(levels[sel].sum()), float(sel.sum()))
+                out[f"terrain_levels/{name}"] = (float(levels[sel].sum()), float(sel.sum()))
         self._level = float(levels.mean()) / max(self.rows - 1, 1) if n else 0.0
         return out
 
@@ -234,8 +235,11 @@ class TerrainLevels(Curriculum):
         return self._torch["levels"]
 
     def clear_outcomes(self) -> None:
-        """`local` sync: forget the counts (each rank keeps its own levels)."""
-        self._torch["outcomes"].zero_()
+        """`local` sync: each rank keeps its own levels (they become the slots' shared
+        levels, as after any sync) and forgets the counts."""
+        t = self._torch
+        t["shared"].copy_(t["levels"])
+        t["outcomes"].zero_()
         self.syncs += 1
 
     def apply_outcomes(self, total: torch.Tensor) -> None:
