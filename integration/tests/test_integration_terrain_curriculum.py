@@ -106,3 +106,43 @@ def _initial_levels() -> list[int]:
     levels = TerrainLevels(layout, max_init_level=3, episode_length_s=0.4, seed=terrain.seed)
     levels.bind(ENVS, "cpu")
     return levels.levels.numpy().tolist()
+
+
+def _sync_on_rank(rank: int, world_size: int) -> dict[str, tuple[list[int], int]]:
+    """Two ranks whose slots start at different levels, with different outcomes, synced once
+    by the runner's per-world path in each mode: {mode: (levels, curriculum collectives)}."""
+    import mujoco
+    import torch
+
+    import unilab_dist
+    from unilab_envs.terrain import TerrainConfig, TerrainLevels, add_terrain
+    from unilab_integration._runners._base import Runner
+
+    layout = add_terrain(mujoco.MjSpec(), TerrainConfig(num_rows=4))
+    out = {}
+    for mode in ("global", "rank0", "local"):
+        levels = TerrainLevels(layout, episode_length_s=20.0)
+        levels.bind(3, "cpu")
+        levels.adopt_levels(torch.tensor([[1, 2, 3], [0, 2, 3]][rank], dtype=torch.int32))
+        levels._torch["shared"].copy_(torch.tensor([1, 2, 3], dtype=torch.int32))
+        # slot 0: rank 0 up, rank 1 down (net 0); slot 1: down; slot 2: up past the top
+        counts = [[[1, 0, 1], [0, 1, 0]], [[0, 0, 1], [1, 1, 0]]][rank]
+        levels.outcome_counts().copy_(torch.tensor(counts, dtype=torch.int32))
+        runner = Runner.__new__(Runner)
+        phase = "curriculum"
+        before = unilab_dist.accounting.snapshot().get(phase, {}).get("collectives", 0)
+        runner._sync_world_curriculum(levels, mode)
+        after = unilab_dist.accounting.snapshot().get(phase, {}).get("collectives", 0)
+        out[mode] = (levels.levels_tensor().tolist(), after - before)
+    return out
+
+
+def test_the_sync_rules_and_their_collectives():
+    from unilab_dist.testing import run_distributed
+
+    r0, r1 = run_distributed(_sync_on_rank, 2)
+    assert r0["local"] == ([1, 2, 3], 0) and r1["local"] == ([0, 2, 3], 0)
+    assert r0["rank0"] == r1["rank0"] == ([1, 2, 3], 1)  # rank 0's levels, one broadcast
+    (levels, count), other = r0["global"], r1["global"]
+    assert other == (levels, count) and count == 1  # one all-reduce, the same on both ranks
+    assert levels[:2] == [1, 1] and 0 <= levels[2] < 4  # shared [1, 2, 3] + net [0, -1, +1]
