@@ -226,7 +226,7 @@ def touch_hits(touch: wp.array3d(dtype=float), w: int, g0: int, g1: int, thresho
     # contact force above `threshold`.
     hits = float(0.0)  # noqa: UP018
     for i in range(touch.shape[2]):
-        hit = int(0)  # noqa: UP018
+        hit = int(0)  # noqa: UP018, RUF046 (warp: a mutable variable)
         for g in range(g0, g1):
             if touch[w, g, i] > threshold:
                 hit = 1
@@ -246,7 +246,7 @@ def terrain_normal(
     # MJLab's terrain_normal_from_sensors + fit_terrain_normal: the plane through the hits of
     # the subsampled rays `idx` (the smallest-eigenvalue eigenvector of their covariance, up),
     # or (0, 0, 1) with fewer than 3 hits or a degenerate (line- or point-like) cloud.
-    n = int(0)  # noqa: UP018
+    n = int(0)  # noqa: UP018, RUF046 (warp: a mutable variable)
     c = wp.vec3()
     for k in range(idx.shape[0]):
         i = idx[k]
@@ -269,7 +269,7 @@ def terrain_normal(
     ev = wp.vec3()
     wp.eig3(cov, q, ev)
     # sort the eigenvalues: e0 <= e1 <= e2, normal = eigenvector of e0 (a column of q)
-    i0 = int(0)  # noqa: UP018
+    i0 = int(0)  # noqa: UP018, RUF046 (warp: a mutable variable)
     if ev[1] < ev[i0]:
         i0 = 1
     if ev[2] < ev[i0]:

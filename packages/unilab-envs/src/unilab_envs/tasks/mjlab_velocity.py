@@ -85,7 +85,9 @@ def _terrain_config(value: Any) -> TerrainConfig | None:
     if value is None or isinstance(value, TerrainConfig):
         return value
     if not isinstance(value, Mapping):
-        raise TypeError(f"terrain must be a TerrainConfig, a mapping of its fields or None, not {value!r}")
+        raise TypeError(
+            f"terrain must be a TerrainConfig, a mapping of its fields or None, not {value!r}"
+        )
     fields = {k: tuple(v) if isinstance(v, list) else v for k, v in value.items()}
     return attrs.evolve(TerrainConfig(), **fields)
 

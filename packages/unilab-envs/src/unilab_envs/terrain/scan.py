@@ -153,7 +153,7 @@ def _clearance(
     w, f = wp.tid()
     frame_z = xpos[w, frames[f]][2]
     best = float(1.0e30)  # noqa: UP018 (warp: mutable loop variable)
-    hits = int(0)  # noqa: UP018
+    hits = int(0)  # noqa: UP018, RUF046 (warp: a mutable variable)
     for k in range(nper):
         i = f * nper + k
         dd = dist[w, i]
