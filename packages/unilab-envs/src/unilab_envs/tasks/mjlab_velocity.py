@@ -79,6 +79,24 @@ _SET_CONST_FIELDS = ("body_subtreemass", "body_invweight0", "dof_invweight0", "a
 
 _pair = attrs.converters.pipe(tuple, lambda v: tuple(float(x) for x in v))
 _CONTACT_OBJ = {"geom": mujoco.mjtObj.mjOBJ_GEOM, "subtree": mujoco.mjtObj.mjOBJ_XBODY}
+_GEOM, _BODY = mujoco.mjtObj.mjOBJ_GEOM, mujoco.mjtObj.mjOBJ_BODY
+_FIELD_BIT = {"found": 0, "force": 1}
+_REDUCE = {"none": 0, "netforce": 3}
+
+
+def _contact_sensor(spec: mujoco.MjSpec, name: str, field: str, obj, ref, reduce: str) -> None:
+    """A MuJoCo contact sensor as MJLab's ContactSensor makes it: one `field` ("found" or
+    "force") of the contacts between `obj` and `ref` ((mjtObj, name) each), reduced by
+    `reduce` ("none": the first matching contact, "netforce"), one slot."""
+    spec.add_sensor(
+        name=name,
+        type=mujoco.mjtSensor.mjSENS_CONTACT,
+        objtype=obj[0],
+        objname=obj[1],
+        reftype=ref[0],
+        refname=ref[1],
+        intprm=[1 << _FIELD_BIT[field], _REDUCE[reduce], 1],
+    )
 
 
 def _terrain_config(value: Any) -> TerrainConfig | None:
@@ -346,45 +364,25 @@ class MjlabVelocityTask(Task):
             ground = "terrain"
         if c.ccd_iterations is not None:
             spec.option.ccd_iterations = c.ccd_iterations
+        obj, body, geom = _CONTACT_OBJ[c.foot_contact_mode], _CONTACT_OBJ["subtree"], _GEOM
         for primary in c.foot_contacts:
-            for field, bit in (("found", 0), ("force", 1)):
+            for field in ("found", "force"):
                 # MJLab's ContactSensor: one sensor per (foot, field), secondary the ground,
-                # reduce "netforce" (3), one slot.
-                spec.add_sensor(
-                    name=f"feet_ground_contact_{primary}_{field}",
-                    type=mujoco.mjtSensor.mjSENS_CONTACT,
-                    objtype=_CONTACT_OBJ[c.foot_contact_mode],
-                    objname=primary,
-                    reftype=mujoco.mjtObj.mjOBJ_BODY,
-                    refname=ground,
-                    intprm=[1 << bit, 3, 1],
-                )
+                # reduce "netforce", one slot.
+                name = f"feet_ground_contact_{primary}_{field}"
+                _contact_sensor(spec, name, field, (obj, primary), (_BODY, ground), "netforce")
         if c.self_collision_subtree is not None:
-            body = c.self_collision_subtree
-            for field, bit in (("found", 0), ("force", 1)):
-                # MJLab's self_collision sensor: the subtree against itself, reduce "none"
-                # (0), one slot (the first matching contact).
-                spec.add_sensor(
-                    name=f"self_collision_{body}_{field}",
-                    type=mujoco.mjtSensor.mjSENS_CONTACT,
-                    objtype=mujoco.mjtObj.mjOBJ_XBODY,
-                    objname=body,
-                    reftype=mujoco.mjtObj.mjOBJ_XBODY,
-                    refname=body,
-                    intprm=[1 << bit, 0, 1],
-                )
-        for geom in self._touch_geoms():
+            sub = c.self_collision_subtree
+            for field in ("found", "force"):
+                # MJLab's self_collision sensor: the subtree against itself, reduce "none",
+                # one slot (the first matching contact).
+                name = f"self_collision_{sub}_{field}"
+                _contact_sensor(spec, name, field, (body, sub), (body, sub), "none")
+        for g in self._touch_geoms():
             # MJLab's {shank,trunk,thigh}_ground_touch: each geom against the terrain body,
-            # field "force", reduce "none" (0), one slot.
-            spec.add_sensor(
-                name=f"ground_touch_{geom}_force",
-                type=mujoco.mjtSensor.mjSENS_CONTACT,
-                objtype=mujoco.mjtObj.mjOBJ_GEOM,
-                objname=geom,
-                reftype=mujoco.mjtObj.mjOBJ_BODY,
-                refname=ground,
-                intprm=[1 << 1, 0, 1],
-            )
+            # field "force", reduce "none", one slot.
+            name = f"ground_touch_{g}_force"
+            _contact_sensor(spec, name, "force", (geom, g), (_BODY, ground), "none")
         mjm = spec.compile()
         self._index(mjm)
         return mjm
