@@ -158,3 +158,20 @@ def test_leaving_the_terrain_is_a_time_out(rough_env):
     out = env.step(torch.zeros(7, env.action_dim))
     assert out["truncated"][:2].all() and not out["terminated"][:2].any()
     assert not out["done"][2:].any()
+
+
+def test_foot_heights_are_the_ring_scans_clearance(rough_env):
+    """World 0 stands on the flat type (ground z = 0): every ring ray hits at z = 0, so each
+    foot's clearance is its site's height; G1-sized rings and misses use the same kernel."""
+    env = rough_env
+    env.reset()
+    qpos = env.ctx.data.qpos.numpy().copy()
+    qpos[0, 2] += 0.3  # lift world 0: feet 0.3 m up, below the 1 m ring range
+    env.task.load_state(env.ctx, {"qpos": qpos})
+    out = env.step(torch.zeros(7, env.action_dim))
+    assert not out["done"][0]
+    site_z = env.ctx.data.site_xpos.numpy()[0, env.task._host["foot_site"], 2]
+    assert np.all(site_z > 0.2)
+    np.testing.assert_allclose(env.task.foot_height.numpy()[0], site_z, atol=1e-4)
+    critic = out["obs", "critic"][0].numpy()
+    np.testing.assert_allclose(critic[48 + 187 : 48 + 187 + 4], site_z, atol=1e-4)
