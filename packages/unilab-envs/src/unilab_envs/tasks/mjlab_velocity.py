@@ -360,7 +360,15 @@ class MjlabVelocityTask(Task):
         spec = robot_spec(self.robot, floor=c.terrain is None)
         ground = "world"
         if c.terrain is not None:
+            # The view (renderer, viewer) scales with the robot, not the 100 m grid: MuJoCo's
+            # statistic `extent` only sizes cameras and decorations.
+            robot_extent = robot_spec(self.robot, floor=False).compile().stat.extent
             add_terrain(spec, c.terrain)  # the same grid as `self.layout` (deterministic)
+            spec.stat.extent = float(robot_extent)
+            # MJLab's terrain entity lights the scene with a directional "sun"
+            spec.worldbody.add_light(
+                name="sun", pos=[0.0, 0.0, 1.5], type=mujoco.mjtLightType.mjLIGHT_DIRECTIONAL
+            )
             ground = "terrain"
         if c.ccd_iterations is not None:
             spec.option.ccd_iterations = c.ccd_iterations
