@@ -16,6 +16,7 @@ from unilab_envs.terrain import (
     add_terrain,
     proportional_counts,
 )
+from unilab_envs.testing import mjlab_robot
 
 SMALL = TerrainConfig(
     sub_terrains=(
@@ -122,6 +123,7 @@ def test_global_rule_and_resplit():
 def rough_env():
     import unilab_envs
 
+    mjlab_robot("go1")  # skip (or fail) with the reason when no go1.xml is found
     terrain = {"num_rows": 2, "tile_size": (4.0, 4.0), "border_width": 1.0}
     env = unilab_envs.make("go1-velocity-rough", num_envs=7, device="cpu", terrain=terrain)
     env.reset()
@@ -175,3 +177,27 @@ def test_foot_heights_are_the_ring_scans_clearance(rough_env):
     np.testing.assert_allclose(env.task.foot_height.numpy()[0], site_z, atol=1e-4)
     critic = out["obs", "critic"][0].numpy()
     np.testing.assert_allclose(critic[48 + 187 : 48 + 187 + 4], site_z, atol=1e-4)
+
+
+def test_g1_rough_layout_steps_and_deployment_info():
+    import unilab_envs
+
+    robot = mjlab_robot("g1")
+    terrain = {"num_rows": 2, "border_width": 1.0}
+    env = unilab_envs.make("g1-velocity-rough", num_envs=4, robot=robot, terrain=terrain)
+    assert env.observation_shapes == {"policy": (99 + 187,), "critic": (111 + 187,)}
+    task = env.task
+    assert env.mjm.body(task._scan_body).name == "pelvis"
+    assert task._foot_scan.rays_per_frame == 7 and task._foot_scan.num_frames == 2
+    assert task._p.fell_over == 1 and task._p.upright_normal == 0 and task._p.touch_c == 0
+    env.reset()
+    gen = torch.Generator().manual_seed(0)
+    for _ in range(5):
+        out = env.step(0.3 * torch.randn(4, env.action_dim, generator=gen))
+        assert torch.isfinite(out["obs", "critic"]).all()
+    policy = env.task.deployment_info()["observations"]["policy"]
+    assert (policy[-1]["name"], policy[-1]["size"], policy[-1]["scale"]) == (
+        "height_scan",
+        187,
+        0.2,
+    )
