@@ -8,6 +8,7 @@ import pytest
 import torch
 import warp as wp
 
+from unilab_envs.tasks._mjlab_kernels import terrain_normal
 from unilab_envs.terrain import (
     FlatTerrain,
     PyramidStairsTerrain,
@@ -201,3 +202,52 @@ def test_g1_rough_layout_steps_and_deployment_info():
         187,
         0.2,
     )
+
+
+@wp.kernel
+def _normal_kernel(
+    pnt: wp.array2d(dtype=wp.vec3),
+    vec: wp.array2d(dtype=wp.vec3),
+    dist: wp.array2d(dtype=float),
+    idx: wp.array(dtype=wp.int32),
+    out: wp.array(dtype=wp.vec3),
+):
+    w = wp.tid()
+    out[w] = terrain_normal(w, pnt, vec, dist, idx, 5.0)
+
+
+def test_upright_terrain_normal_is_the_plane_fit_of_the_scan():
+    """MJLab's fit_terrain_normal on 32 of the 187 terrain_scan rays: a tilted plane gives its
+    upward normal; too few hits or collinear hits give (0, 0, 1)."""
+    from unilab_envs.terrain import GridPattern
+
+    offsets = GridPattern().offsets()
+    n = len(offsets)
+    pnt = np.zeros((3, n, 3), np.float32)
+    pnt[:, :, :2] = offsets[:, :2]
+    pnt[:, :, 2] = 1.0
+    a, b = 0.3, -0.2  # world 0: the plane z = a x + b y
+    dist = np.stack([1.0 - (a * offsets[:, 0] + b * offsets[:, 1]), np.full(n, -1.0), np.ones(n)])
+    dist[1, :2] = 1.0  # world 1: two hits only
+    pnt[2, :, 1] = 0.0  # world 2: every hit on the line y = 0
+    vec = np.zeros((3, n, 3), np.float32)
+    vec[:, :, 2] = -1.0
+    idx = np.linspace(0, n - 1, 32).astype(np.int32)
+    out = wp.zeros(3, dtype=wp.vec3, device="cpu")
+    arrays = [wp.array(x, dtype=t, device="cpu") for x, t in ((pnt, wp.vec3), (vec, wp.vec3))]
+    wp.launch(
+        _normal_kernel,
+        dim=3,
+        inputs=[
+            *arrays,
+            wp.array(dist.astype(np.float32), device="cpu"),
+            wp.array(idx, dtype=wp.int32, device="cpu"),
+            out,
+        ],
+        device="cpu",
+    )
+    got = out.numpy()
+    want = np.array([-a, -b, 1.0]) / np.linalg.norm([-a, -b, 1.0])
+    np.testing.assert_allclose(got[0], want, atol=1e-5)
+    np.testing.assert_allclose(got[1], [0, 0, 1])
+    np.testing.assert_allclose(got[2], [0, 0, 1])
