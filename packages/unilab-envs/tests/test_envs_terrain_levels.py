@@ -251,3 +251,19 @@ def test_upright_terrain_normal_is_the_plane_fit_of_the_scan():
     np.testing.assert_allclose(got[0], want, atol=1e-5)
     np.testing.assert_allclose(got[1], [0, 0, 1])
     np.testing.assert_allclose(got[2], [0, 0, 1])
+
+
+def test_the_scan_that_upright_reads_is_in_the_env_state(rough_env):
+    import unilab_envs
+
+    env = rough_env
+    env.step(torch.zeros(7, env.action_dim))
+    state = env.state_dict()
+    assert {"task.scan_pnt", "task.scan_vec", "task.scan_dist"} <= set(state["arrays"])
+    terrain = {"num_rows": 2, "tile_size": (4.0, 4.0), "border_width": 1.0}
+    other = unilab_envs.make("go1-velocity-rough", num_envs=7, device="cpu", terrain=terrain)
+    other.reset()
+    other.load_state_dict(state)
+    for name in ("scan_pnt", "scan_vec", "scan_dist"):
+        assert np.array_equal(getattr(other.task, name).numpy(), getattr(env.task, name).numpy())
+    assert np.array_equal(other.curriculum.levels.numpy(), env.curriculum.levels.numpy())

@@ -614,6 +614,9 @@ class MjlabVelocityTask(Task):
         self._scan = HeightScan(n, self._scan_body, c.terrain_scan, geom_groups=group, device=dev)
         s = self._scan
         self._scan_arrays = (s.pnt, s.vec, s.dist, s.heights)
+        # state across steps: `upright` reads the previous observation's scan (as MJLab's
+        # sensor cache); as task attributes the env's state_dict saves them
+        self.scan_pnt, self.scan_vec, self.scan_dist = s.pnt, s.vec, s.dist
         if c.foot_scan is not None:
             sites = self._host["foot_site"].tolist()
             self._foot_scan = HeightScan(
