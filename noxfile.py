@@ -6,7 +6,8 @@ Sessions:
   tools             tests of the repository tools (tools/tests)
   tests(<pkg>)      one package in a fresh venv with only its declared dependencies, the check
                     that no undeclared unilab package is importable there, then its tests
-  integration       the integration package's tests with every package installed
+  integration       the integration package's tests with every package installed, and wandb
+                    (its W&B sink test runs: UNILAB_REQUIRE_WANDB=1)
   build(<pkg>)      wheel + sdist of one package, the wheel installed into an empty venv, imported
   install           README's install command (tools/install.py) into a fresh venv, then
                     `unilab list` and `unilab --help` there
@@ -193,7 +194,12 @@ def tests(session: nox.Session, package: str) -> None:
 @nox.session
 @pruned
 def integration(session: nox.Session) -> None:
+    # The test extra brings viser and playwright for the web viewer's browser test, which
+    # drives the system's Chromium (.ci/run installs it; playwright downloads no browser).
     install_package(session, "integration")
+    # the W&B sink's test reads back an offline run: here it must run, not skip
+    session.install(*constraints(), *project("integration")["optional-dependencies"]["wandb"])
+    session.env["UNILAB_REQUIRE_WANDB"] = "1"
     session.run("pytest", str(PACKAGES["integration"] / "tests"), *PYTEST_ARGS, *session.posargs)
 
 

@@ -1,5 +1,5 @@
 """The training runner on CUDA: the default PPO and FastSAC configs capture their updates in CUDA
-graphs (the first log line says so), train with finite metrics, and resume (which re-captures).
+graphs (the startup line says so), train with finite metrics, and resume (which re-captures).
 On two GPUs the replicas stay identical. Skipped without CUDA; run on a lent GPU machine with
 `python3 -m pytest tests -m "gpu or multigpu"`."""
 
@@ -32,9 +32,11 @@ def _config(log_dir: Path, name: str, algo: str, gpus: str, iterations: int):
     )
 
 
-def _announce(run_dir: Path) -> str:
+def _startup(run_dir: Path) -> str:
+    """The startup line of rank 0's log (the system, and how the env and learner run)."""
     lines = (run_dir / "logs" / "rank0.log").read_text().splitlines()
-    return next(line for line in lines if " | run dir " in line)
+    (line,) = [x for x in lines if " system: GPU " in x]
+    return line
 
 
 def _rows(run_dir: Path) -> list[dict]:
@@ -55,7 +57,10 @@ def test_default_update_is_captured_and_resumes(tmp_path, algo):
     first = train(_config(tmp_path, f"{algo}_a", algo, "0", 4))
     run_dir = Path(first["run_dir"])
     expected = "update and rollout in CUDA graphs" if algo == "ppo" else "update in CUDA graphs"
-    assert expected in _announce(run_dir)
+    line = _startup(run_dir)
+    assert expected in line and "| env step in a CUDA graph |" in line
+    assert f"torch {torch.__version__} (CUDA {torch.version.cuda})" in line
+    assert "| warp mempool on (release threshold " in line or "warp mempool off" in line
     _finite_learner_metrics(_rows(run_dir))
     resumed = train(_config(tmp_path, f"{algo}_b", algo, "0", 7), resume=str(run_dir))
     rows = _rows(Path(resumed["run_dir"]))
@@ -69,7 +74,7 @@ def test_two_gpus_keep_identical_replicas(tmp_path):
     result = train(_config(tmp_path, "ppo_2gpu", "ppo", "0,1", 4))
     run_dir = Path(result["run_dir"])
     assert result["world_size"] == 2
-    assert "update and rollout in CUDA graphs" in _announce(run_dir)
+    assert "update and rollout in CUDA graphs" in _startup(run_dir)
     ck = load_checkpoint(run_dir)
     for key in ("actor", "critic"):
         for name, value in ck["learner"][0][key].items():

@@ -1,4 +1,4 @@
-"""Rank 0's log: table rows, metrics.jsonl and TensorBoard event files."""
+"""Rank 0's log: table rows, metrics.jsonl and TensorBoard event files; the announce lines."""
 
 from __future__ import annotations
 
@@ -6,23 +6,49 @@ import io
 import json
 
 from unilab_integration import MetricLogger
-from unilab_integration._logger import COLUMNS, format_row
+from unilab_integration._sinks.console import BASE_COLUMNS, format_row, table_columns
 
 
 def test_format_row_and_missing_values():
-    row = format_row({"iteration": 7, "episode/return": 123.456, "lr": 1e-3, "eval/return": 4.5})
+    ppo = table_columns(["learner/surrogate", "learner/value", "lr", "kl"])
+    row = format_row(
+        {"iteration": 7, "episode/return": 123.456, "lr": 1e-3, "eval/return": 4.5}, ppo
+    )
     cells = row.split()
     assert cells[0] == "7"
     assert "123.5" in cells
     assert "1.00e-03" in cells
     assert "4.5" in cells
-    assert len(cells) == len(COLUMNS) == 15
+    assert len(cells) == len(ppo) == len(BASE_COLUMNS) + 4 == 15
     assert cells.count("-") == 11  # every other column is missing
+
+
+def test_console_shows_each_algorithms_own_metrics(tmp_path):
+    """FastSAC's losses appear once its replay is warm (a new header then); no PPO columns."""
+    out = io.StringIO()
+    log = MetricLogger(tmp_path, total=None, sinks=("console",), progress=False, stream=out)
+    log.log(1, {"env_steps/global": 8.0, "learner/updates": 0.0})  # before FastSAC is ready
+    sac = {"learner/critic_loss": 0.5, "learner/actor_loss": -1.25, "learner/q_mean": 3.0}
+    log.log(2, {"env_steps/global": 16.0, **sac, "learner/alpha": 0.01})
+    log.log(3, {"env_steps/global": 24.0, **sac, "learner/alpha": 0.02})
+    log.close()
+    lines = out.getvalue().splitlines()
+    assert len(lines) == 5  # header, row, new header, two rows
+    assert lines[0].split() == [t for _, t, _, _ in BASE_COLUMNS]
+    assert lines[2].split()[8:12] == ["qloss", "aloss", "q", "alpha"]
+    assert "surr" not in lines[2] and "behavior" not in lines[2]
+    assert lines[4].split()[8:12] == ["0.5", "-1.25", "3", "2.00e-02"]
+    out = io.StringIO()
+    log = MetricLogger(tmp_path, total=None, sinks=("console",), progress=False, stream=out)
+    log.log(1, {"learner/behavior": 0.25})  # Distillation
+    log.close()
+    header, row = out.getvalue().splitlines()
+    assert header.split()[8] == "behavior" and row.split()[8] == "0.25"
 
 
 def test_logger_writes_table_jsonl_and_tensorboard(tmp_path):
     out = io.StringIO()
-    log = MetricLogger(tmp_path, total=2, progress=False, tensorboard=True, stream=out)
+    log = MetricLogger(tmp_path, total=2, progress=False, stream=out)  # the default loggers
     log.log(1, {"env_steps/global": 100.0, "episode/return": 5.0, "kl": float("nan")})
     log.log(2, {"env_steps/global": 200.0, "episode/return": 6.0, "kl": 0.01})
     log.close()
@@ -44,28 +70,33 @@ def test_logger_writes_table_jsonl_and_tensorboard(tmp_path):
     assert [(s.step, s.value) for s in scalars] == [(100, 5.0), (200, 6.0)]
 
 
-def test_announce_line_says_how_the_update_runs():
+def test_startup_line_says_how_the_update_runs():
     from types import SimpleNamespace
 
-    from unilab_integration._runners._base import _update_mode
+    from unilab_integration._runners._startup import learner_capture
 
     def mode(status):
-        return _update_mode(SimpleNamespace(capture_status=status))
+        return learner_capture(SimpleNamespace(capture_status=status))
 
-    assert mode("pending") == mode("captured") == "update in CUDA graphs | "
-    assert mode("off") == "update eager | "
-    assert mode("eager: recurrent mini-batches vary in shape") == (
-        "update eager (recurrent mini-batches vary in shape) | "
-    )
-    assert _update_mode(object()) == ""  # learners without a capture status: nothing
+    assert mode("pending") == mode("captured") == ["update in CUDA graphs"]
+    assert mode("off") == ["update eager (capture off in the algorithm's config)"]
+    assert mode("eager: recurrent mini-batches vary in shape") == [
+        "update eager (recurrent mini-batches vary in shape)"
+    ]
+    assert learner_capture(object()) == []  # learners without a capture status: nothing
 
     def both(update, rollout):
-        return _update_mode(SimpleNamespace(capture_status=update, rollout_capture_status=rollout))
+        return learner_capture(
+            SimpleNamespace(capture_status=update, rollout_capture_status=rollout)
+        )
 
-    assert both("captured", "pending") == "update and rollout in CUDA graphs | "
+    assert both("captured", "pending") == ["update and rollout in CUDA graphs"]
     cpu = "eager: CUDA graphs need a CUDA device, got cpu"
-    assert both(cpu, cpu) == "update and rollout eager (CUDA graphs need a CUDA device, got cpu) | "
-    assert both("captured", "off") == "update in CUDA graphs | rollout eager | "
+    assert both(cpu, cpu) == ["update and rollout eager (CUDA graphs need a CUDA device, got cpu)"]
+    assert both("captured", "off") == [
+        "update in CUDA graphs",
+        "rollout eager (capture off in the algorithm's config)",
+    ]
 
 
 def test_matmul_precision_is_applied_validated_and_announced():

@@ -5,6 +5,8 @@
     python3 tools/bench/bench_mjlab.py --iterations 500 --gpus 1 --name curve   # learning curve
     python3 tools/bench/bench_mjlab.py --quick             # parser self-test on a sample log (CPU)
     python3 tools/bench/bench_mjlab.py --parse-log FILE    # parse a saved training log
+    python3 tools/bench/bench_mjlab.py --gpus 1 --iterations 100000 --timeout 720 \
+        --seed 1 --save-interval 60 --name go1_s1  # checkpoints for bench_time_to_walk.py
 
 Runs MJLab's own training script (the commands of ../shared/tools/mjlab-kit) in a subprocess:
     PYTHONPATH=/tmp/site-mjlab:/tmp/site:/tmp/mjstubs MUJOCO_GL=disable python3 -u -m
@@ -147,6 +149,8 @@ def train_command(args, gpus: int, num_envs: int, log_root: str) -> list[str]:
         ids,
         "--log-root",
         log_root,
+        *(["--agent.seed", str(args.seed)] if args.seed is not None else []),
+        *(["--agent.save-interval", str(args.save_interval)] if args.save_interval else []),
     ]
 
 
@@ -219,6 +223,7 @@ def run_one(args, gpus: int, num_envs: int, out_dir: str | None) -> dict:
         "timed_out": state["timed_out"],
         "wall_s": time.perf_counter() - t0,
         "command": cmd,
+        "log_root": log_root,  # MJLab writes model_<iteration>.pt below it
         "log_tail": tail,
         "iterations": parser.iterations,
     }
@@ -301,6 +306,13 @@ def main(argv=None) -> None:
     ap.add_argument("--extra-path", default="/tmp/site", help="between site and stubs")
     ap.add_argument("--python", default=sys.executable)
     ap.add_argument("--name", default="go1")
+    ap.add_argument("--seed", type=int, default=None, help="--agent.seed (MJLab's default: 42)")
+    ap.add_argument(
+        "--save-interval",
+        type=int,
+        default=None,
+        help="--agent.save-interval: a checkpoint every N iterations (MJLab's default: 50)",
+    )
     ap.add_argument(
         "--task", default=TASK, help="an MJLab task name, e.g. Mjlab-Velocity-Flat-Unitree-G1"
     )

@@ -14,6 +14,8 @@ RESULTS are JSON files or folders (every *.json inside, recursively) written by
     `--eval-checkpoints` also the deterministic policy's curve and the time it reached it),
   - tools/bench/bench_fastsac.py (`fastsac*.json`: learner updates/s on 1 device and per
     process count, eager and captured; its weak-scaling rows go in `efficiency.png`),
+  - tools/bench/bench_time_to_walk.py (`ttw_<name>.json`: every checkpoint's tracking metrics
+    against wall-clock, MJLab's and UniLab's runs alike),
   - any other file of the form {"curves": {label: {"points": [{"time_s", "mean_return"}, ...]}}}
     (e.g. an off-policy trainer's curve).
 Other JSONs are skipped with a note. `--x env_steps` plots the returns of the
@@ -27,6 +29,9 @@ skipped). Writes, into `--out` (default $OUT, else docs/benchmarks):
   `<prefix>scaling.png`  env-steps/s by GPU count, UniLab runs next to MJLab, with weak-scaling
                          efficiency;
   `<prefix>profile.png`  UniLab's profiled iteration split into phases (when profiled);
+  `<prefix>tracking.png`  the time-to-walk runs: one row per task, one panel per metric
+                         (linear-velocity error, yaw-rate error, time-limit fraction) against
+                         seconds of training, every run a line (MJLab's and UniLab's);
   `<prefix>efficiency.png` weak-scaling efficiency by GPU count (PPO end to end:
                          rate(W) / (W x rate(1)); FastSAC learner with a fixed batch per rank:
                          updates/s(W) / updates/s(1)), the 97% target dashed.
@@ -60,6 +65,7 @@ def collect(
     marks: dict | None = None,
     learner: list | None = None,
     x: str = "time_s",
+    tracking: list | None = None,
 ):
     """-> curves {panel: {label: [(x, ret)]}}, scaling [(source, gpus, sps)], profiles.
 
@@ -67,7 +73,9 @@ def collect(
     when given): {panel: [(threshold, reached x or None, label)]} from
     bench_time_to_threshold.py results. `learner` (filled when given): FastSAC learner
     [(source, gpus, updates/s)] from bench_fastsac.py, 1 device and weak-scaling rows.
+    `tracking` (filled when given): the bench_time_to_walk.py runs, [(task, label, points)].
     """
+    tracking = [] if tracking is None else tracking
     learner = [] if learner is None else learner
     curves: dict[str, dict[str, list[tuple[float, float]]]] = {}
     scaling: list[tuple[str, int, float]] = []
@@ -76,7 +84,10 @@ def collect(
     e2e_names: set[str] = set()
     mjlab_names: set[str] = set()
     for fname, doc in docs:
-        if doc.get("kind") == "time_to_threshold":  # bench_time_to_threshold
+        if doc.get("kind") == "time_to_walk":  # bench_time_to_walk: checkpoints' tracking
+            label = f"{doc['label']}, seed {doc['seed']}"
+            tracking.append((doc["task"], label, doc["points"]))
+        elif doc.get("kind") == "time_to_threshold":  # bench_time_to_threshold
             a = doc["args"]
             panel = f"UniLab {a['algo']} on {a['task']}"
             res = doc["result"]
@@ -221,6 +232,38 @@ def plot_curves(plt, curves, path: str, marks: dict | None = None, x: str = "tim
     return _save(plt, fig, path)
 
 
+TRACKING = (
+    ("lin_vel_error", "linear-velocity error (m/s)"),
+    ("yaw_rate_error", "yaw-rate error (rad/s)"),
+    ("time_limit_fraction", "episodes reaching the time limit"),
+)
+
+
+def plot_tracking(plt, tracking, path: str) -> bool:
+    tasks = sorted({task for task, _, pts in tracking if pts})
+    if not tasks:
+        return False
+    fig, axes = plt.subplots(len(tasks), 3, figsize=(16, 4 * len(tasks)), squeeze=False)
+    for row, task in zip(axes, tasks, strict=True):
+        for ax, (key, title) in zip(row, TRACKING, strict=True):
+            for t, label, pts in tracking:
+                if t == task and pts:
+                    style = "--" if label.startswith("MJLab") else "-"
+                    ax.plot(
+                        [p["time_s"] for p in pts],
+                        [p[key] for p in pts],
+                        style,
+                        marker="o",
+                        markersize=3,
+                        label=label,
+                    )
+            ax.set_title(f"{task}: {title}")
+            ax.set_xlabel("seconds of training (from the first iteration)")
+            ax.grid(alpha=0.3)
+            ax.legend(fontsize=8)
+    return _save(plt, fig, path)
+
+
 def plot_scaling(plt, scaling, path: str) -> bool:
     if not scaling:
         return False
@@ -326,13 +369,15 @@ def main(argv=None) -> None:
         raise SystemExit(f"plot_curves needs matplotlib ({e}); pip install matplotlib") from e
     marks: dict = {}
     learner: list = []
-    curves, scaling, profiles = collect(load(args.results), marks, learner, x=args.x)
+    tracking: list = []
+    curves, scaling, profiles = collect(load(args.results), marks, learner, args.x, tracking)
     os.makedirs(args.out, exist_ok=True)
     made = []
     for kind, fn, data in (
         ("curves", lambda plt_, d, p: plot_curves(plt_, d, p, marks, args.x), curves),
         ("scaling", plot_scaling, scaling),
         ("profile", plot_profile, profiles),
+        ("tracking", plot_tracking, tracking),
         ("efficiency", plot_efficiency, efficiencies(scaling, learner)),
     ):
         path = os.path.join(args.out, f"{args.prefix}{kind}.png")

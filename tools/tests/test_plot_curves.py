@@ -84,3 +84,23 @@ def test_the_deterministic_curve_and_its_reach_are_plotted():
     assert reached["h_def_alone"] is None and reached["h_s1"] is None  # training: never
     assert 75 < reached["h_def_alone, deterministic policy"] < 85  # 79 s (iteration 90)
     assert 40 < reached["h_s1, deterministic policy"] < 48  # 44 s (iteration 50)
+
+
+def test_time_to_walk_runs_become_tracking_series():
+    tracking: list = []
+    docs = plot_curves.load(
+        [
+            str(DATA / "ttw_mjlab_go1_flat_s0_2026-12-01.json"),
+            str(DATA / "ttw_unilab_go1_flat_default_s0_2026-12-01.json"),
+        ]
+    )
+    curves, scaling, _ = plot_curves.collect(docs, {}, [], "time_s", tracking)
+    assert not curves and not scaling  # tracking points only
+    by_label = {label: (task, pts) for task, label, pts in tracking}
+    task, mj = by_label["MJLab + RSL-RL, seed 0"]
+    assert task == "go1-velocity-flat" and len(mj) == 12  # model_0 to model_660
+    # docs/benchmarks/mjlab-tasks.md: MJLab's last checkpoint before 600 s
+    assert mj[-1]["time_s"] == pytest.approx(574.3, abs=0.1)
+    assert mj[-1]["lin_vel_error"] == pytest.approx(0.3709, abs=1e-4)
+    _, ul = by_label["UniLab ppo (default), seed 0"]
+    assert [p["iteration"] for p in ul] == [400]

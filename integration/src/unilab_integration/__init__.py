@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from ._config import LaunchSettings as LaunchSettings
     from ._config import RunnerConfig as RunnerConfig
     from ._config import TrainConfig as TrainConfig
+    from ._config import WandbSettings as WandbSettings
     from ._config import load_config as load_config
     from ._config import make_config as make_config
     from ._config import save_config as save_config
@@ -40,6 +41,10 @@ if TYPE_CHECKING:
     from ._runners import OffPolicyRunner as OffPolicyRunner
     from ._runners import OnPolicyRunner as OnPolicyRunner
     from ._runners import make_runner as make_runner
+    from ._sinks import MetricSink as MetricSink
+    from ._sinks import RunInfo as RunInfo
+    from ._sinks import register_sink as register_sink
+    from ._sinks import sink_names as sink_names
     from ._task_defaults import register_task_defaults as register_task_defaults
     from ._train import train as train
     from ._train import train_worker as train_worker
@@ -55,11 +60,14 @@ __all__ = [
     "EnvConfig",
     "LaunchSettings",
     "MetricLogger",
+    "MetricSink",
     "NonFiniteError",
     "OffPolicyRunner",
     "OnPolicyRunner",
+    "RunInfo",
     "RunnerConfig",
     "TrainConfig",
+    "WandbSettings",
     "__version__",
     "apply_overrides",
     "export_onnx",
@@ -70,10 +78,12 @@ __all__ = [
     "make_config",
     "make_runner",
     "play",
+    "register_sink",
     "register_task_defaults",
     "resolve_checkpoint",
     "save_checkpoint",
     "save_config",
+    "sink_names",
     "train",
     "train_worker",
     "validate",
@@ -94,7 +104,12 @@ _LAZY = {
     "load_config": "._config",
     "make_config": "._config",
     "save_config": "._config",
+    "WandbSettings": "._config",
     "MetricLogger": "._logger",
+    "MetricSink": "._sinks",
+    "RunInfo": "._sinks",
+    "register_sink": "._sinks",
+    "sink_names": "._sinks",
     "apply_overrides": "._overrides",
     "export_onnx": "._policy",
     "learner_from_checkpoint": "._policy",

@@ -16,14 +16,15 @@ import json
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import attrs
 
 from ._algorithms import ALGORITHMS, algorithm_spec
-from ._overrides import config_from_dict, config_to_dict
+from ._overrides import KeyAlias, config_from_dict, config_to_dict
 from ._task_defaults import task_defaults
 from ._validators import (
+    distinct_texts,
     integer,
     non_negative_int,
     one_of,
@@ -39,6 +40,7 @@ __all__ = [
     "LaunchSettings",
     "RunnerConfig",
     "TrainConfig",
+    "WandbSettings",
     "load_config",
     "make_config",
     "save_config",
@@ -48,6 +50,8 @@ PRESETS = ("default", "rsl_rl")
 ENV_SCOPES = ("per-rank", "global")
 CURRICULUM_SYNC = ("local", "rank0", "global")
 MATMUL_PRECISIONS = ("highest", "high", "medium")
+DEFAULT_LOGGERS = ("console", "jsonl", "tensorboard")
+WANDB_MODES = ("online", "offline", "disabled")
 
 
 @attrs.frozen(kw_only=True)
@@ -90,6 +94,24 @@ class EnvConfig:
 
 
 @attrs.frozen(kw_only=True)
+class WandbSettings:
+    """The `wandb` logger's run (`runner.loggers` with "wandb"): W&B `project` (None: the
+    WANDB_PROJECT variable, else "unilab"; a resume keeps the run folder's), `entity` (None:
+    WANDB_ENTITY or the account's default) and `mode` ("online", "offline" or "disabled"; None:
+    the WANDB_MODE variable, else "online")."""
+
+    project: str | None = None
+    entity: str | None = None
+    mode: str | None = attrs.field(default=None, validator=optional(one_of(*WANDB_MODES)))
+
+
+def _with_tensorboard(on: bool, loggers: tuple[str, ...]) -> tuple[str, ...]:
+    """`runner.tensorboard` of older runs: true adds "tensorboard" to the loggers, false removes it."""
+    rest = tuple(name for name in loggers if name != "tensorboard")
+    return (*rest, "tensorboard") if on else rest
+
+
+@attrs.frozen(kw_only=True)
 class RunnerConfig:
     """The training loop.
 
@@ -123,7 +145,16 @@ class RunnerConfig:
     replicated modules and optimizer state equal rank 0's (`unilab_dist.check_replicas`;
     rank-local normalizer statistics excluded) and the run stops naming the rank and tensor
     that differ; each check's seconds are logged as `perf/check_replicas_s`.
+    `loggers`: where rank 0 sends each iteration's global metrics (`unilab_integration.
+    register_sink` adds names): "console" (the table and, on a terminal, the progress bar,
+    `progress`), "jsonl" (RUN/metrics.jsonl), "tensorboard" (RUN/tensorboard/) and "wandb"
+    (Weights & Biases, `wandb`: `WandbSettings`; needs `pip install "unilab-integration[wandb]"`).
+    The key `runner.tensorboard` of older runs is still read: false removes "tensorboard".
     """
+
+    legacy_keys: ClassVar[dict[str, KeyAlias]] = {
+        "tensorboard": KeyAlias("loggers", bool, _with_tensorboard)
+    }
 
     seed: int = attrs.field(default=0, validator=integer)
     iterations: int | None = attrs.field(default=None, validator=optional(positive_int))
@@ -147,7 +178,8 @@ class RunnerConfig:
     log_dir: str = "runs"
     run_name: str | None = None
     progress: bool = True
-    tensorboard: bool = True
+    loggers: tuple[str, ...] = attrs.field(default=DEFAULT_LOGGERS, validator=distinct_texts)
+    wandb: WandbSettings = attrs.field(factory=WandbSettings)
 
 
 @attrs.frozen(kw_only=True)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import itertools
 import json
 import logging
 import os
@@ -346,6 +347,8 @@ class PlayResult:
             `returns` (same order); empty for an env without per-term episode sums.
         curriculum_level: the curriculum level the episodes ran at (restored from the
             checkpoint, rank 0's), or None for a task without a curriculum.
+        steps: control steps played.
+        interrupted: whether Ctrl-C ended the loop (`stop_on_interrupt`).
     """
 
     returns: list[float]
@@ -356,6 +359,8 @@ class PlayResult:
     fps: float | None = None
     video_lengths: tuple[int, ...] = ()
     video_returns: tuple[float, ...] = ()
+    steps: int = 0
+    interrupted: bool = False
 
 
 _VIDEO_HINT = 'pip install "unilab-integration[video]"'
@@ -428,7 +433,7 @@ class _VideoWriter:
 def play_episodes(
     checkpoint: str | os.PathLike,
     *,
-    episodes: int = 10,
+    episodes: int | None = 10,
     num_envs: int = 8,
     seed: int = 0,
     device: str = "cpu",
@@ -443,8 +448,12 @@ def play_episodes(
     one_per_world: bool = False,
     observer: Callable[[Any, Any, Any], None] | None = None,
     progress: bool | TextIO = False,
+    stop_on_interrupt: bool = False,
 ) -> PlayResult:
-    """Run the deterministic policy until `episodes` episodes end (across all worlds).
+    """Run the deterministic policy until `episodes` episodes end (across all worlds), or
+    for `max_steps` control steps (default 10 x the episode length x `episodes`; with
+    `episodes=None` the step limit alone ends the loop, and without one it runs until
+    interrupted).
 
     With `video`, world 0 is rendered offscreen (`unilab_envs.render.Renderer`; MuJoCo's
     backend comes from `MUJOCO_GL`, e.g. egl or osmesa) from the reset until it has finished
@@ -459,12 +468,14 @@ def play_episodes(
     `observer(env, obs, step)`, if given, is called after every env step with the env, the
     observation the policy acted on and the step's output (the tracking evaluator reads its
     metrics there). With `progress` (True: on stderr, or a stream) one updating tqdm line
-    counts the episodes done of `episodes`.
+    counts the episodes done of `episodes`. With `stop_on_interrupt` a KeyboardInterrupt
+    (Ctrl-C) in the loop ends it as the step limit would: the result holds the episodes
+    finished until then and `interrupted=True`.
     """
     import unilab_envs
 
-    if episodes < 1:
-        raise ValueError(f"episodes must be >= 1, got {episodes}")
+    if episodes is not None and episodes < 1:
+        raise ValueError(f"episodes must be >= 1 or None, got {episodes}")
     if video is not None:
         _check_video_args(video_episodes, width, height, fps)
         _imageio()  # fail before loading anything when the extra is missing
@@ -475,8 +486,10 @@ def play_episodes(
     kwargs = {**dict(config.env.kwargs), **dict(env_kwargs or {})}
     env = unilab_envs.make(config.task, num_envs=num_envs, device=device, seed=seed, **kwargs)
     level = restore_curriculum(env, ckpt)
-    wanted = max(episodes, video_episodes if video is not None else 0)
-    limit = max_steps if max_steps is not None else 10 * int(env.max_episode_steps) * wanted
+    limit = max_steps
+    if limit is None and episodes is not None:
+        wanted = max(episodes, video_episodes if video is not None else 0)
+        limit = 10 * int(env.max_episode_steps) * wanted
     rate = float(fps) if fps is not None else 1.0 / float(env.step_dt)
     returns: list[float] = []
     terms: dict[str, list[float]] = {}
@@ -489,15 +502,17 @@ def play_episodes(
     if video is not None:
         writer = _VideoWriter(env, Path(video), width, height, rate, camera)
     bar = _episode_bar(episodes, progress)
-    ok = False
+    ok = interrupted = False
+    steps = 0
     try:
         if writer is not None:
             writer.add()
         recording = writer is not None
         with torch.no_grad():
-            for _ in range(limit):
+            for _ in itertools.count() if limit is None else range(limit):
                 actions = bound_actions(env, stepper(policy_input(groups, obs)))
                 step = env.step(actions)
+                steps += 1
                 if observer is not None:
                     observer(env, obs, step)
                 done = step["done"]
@@ -507,7 +522,7 @@ def play_episodes(
                 if bool(ended.any()):
                     returns += step["episode", "return"][ended].tolist()
                     if bar is not None:
-                        bar.update(min(len(returns), episodes) - bar.n)
+                        bar.update(min(len(returns), episodes or len(returns)) - bar.n)
                     for name in episode_term_names(step):
                         terms.setdefault(name, []).extend(step["episode", name][ended].tolist())
                 if recording:
@@ -519,10 +534,14 @@ def play_episodes(
                     else:
                         writer.add()  # after an auto-reset: the next episode's first state
                 obs = step
-                if len(returns) >= episodes and not recording:
+                if episodes is not None and len(returns) >= episodes and not recording:
                     break
-        ok = writer is not None and len(lengths) >= video_episodes
+    except KeyboardInterrupt:
+        if not stop_on_interrupt:
+            raise
+        interrupted = True
     finally:
+        ok = writer is not None and len(lengths) >= video_episodes
         if bar is not None:
             bar.close()
         if writer is not None:
@@ -535,6 +554,8 @@ def play_episodes(
     return PlayResult(
         returns=returns[:episodes],
         terms={name: values[:episodes] for name, values in terms.items()},
+        steps=steps,
+        interrupted=interrupted,
         curriculum_level=level,
         video=Path(video) if writer is not None else None,
         frames=writer.frames if writer is not None else 0,
@@ -544,8 +565,9 @@ def play_episodes(
     )
 
 
-def _episode_bar(episodes: int, progress: bool | TextIO) -> Any:
-    """A tqdm line "episodes: done/total" on stderr (progress=True) or a given stream."""
+def _episode_bar(episodes: int | None, progress: bool | TextIO) -> Any:
+    """A tqdm line "episodes: done/total" (done alone without a total) on stderr
+    (progress=True) or a given stream."""
     if progress is False:
         return None
     from tqdm import tqdm

@@ -1,7 +1,8 @@
 """`train(config)`: validate everything that can be validated, then launch one worker per rank.
 
 Refused before any worker starts and before anything is written (ValueError naming the
-cause): unknown task, algorithm or preset; no budget; more GPUs than present; a host that is
+cause): unknown task, algorithm or preset; an unknown logger (`runner.loggers`; ImportError
+naming the extra for one whose package is missing); no budget; more GPUs than present; a host that is
 malformed or does not resolve; `--hosts slurm` outside a SLURM allocation; an env count that
 does not divide by the world size under `env.scope=global`; a resume checkpoint or teacher
 that is missing or from another task or algorithm; a resume whose budget the checkpoint has
@@ -33,6 +34,7 @@ from ._checkpoint import (
 from ._config import TrainConfig, save_config
 from ._envs import check_task, import_modules
 from ._rundir import RunLock, RunPlan, plan_run_folder
+from ._sinks import check_sinks
 
 __all__ = ["plan_world", "run_directory", "train", "train_worker", "validate", "with_slurm_hosts"]
 
@@ -111,6 +113,7 @@ def validate(config: TrainConfig, resume: str | None = None) -> int:
     """Check `config` (and a resume checkpoint) before launching; return the world size."""
     import_modules(config.runner.imports)
     check_task(config.task)
+    check_sinks(config.runner.loggers)
     run = config.runner
     if run.iterations is None and run.env_steps is None and not run.until_solved:
         raise ValueError("no training budget: give --iterations, --env-steps or --until-solved")

@@ -20,6 +20,7 @@ import attrs
 __all__ = [
     "FieldValueError",
     "Validator",
+    "distinct_texts",
     "integer",
     "non_negative_int",
     "one_of",
@@ -69,6 +70,12 @@ positive_int = Validator("a positive integer", lambda v: _is_int(v) and v >= 1)
 non_negative_int = Validator("a non-negative integer", lambda v: _is_int(v) and v >= 0)
 positive_number = Validator("a positive number", lambda v: _is_number(v) and v > 0)
 text = Validator("a string", lambda v: isinstance(v, str))
+distinct_texts = Validator(
+    "a list of distinct strings",
+    lambda v: (
+        isinstance(v, tuple | list) and all(isinstance(x, str) for x in v) and len(set(v)) == len(v)
+    ),
+)
 
 
 def one_of(*options: Any) -> Validator:

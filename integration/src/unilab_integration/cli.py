@@ -3,7 +3,9 @@
     unilab train cartpole-balance --algo ppo --cpu-workers 2 --until-solved
     unilab train quadruped-velocity --algo ppo --gpus all --num-envs 4096 --env-scope per-rank --iterations 1500
     unilab train cartpole-balance --algo ppo --set algo.learning_rate=3e-4 --set runner.save_interval=10
+    unilab train cartpole-balance --algo ppo --loggers console,jsonl,wandb --set runner.wandb.project=me
     unilab play runs/cartpole-balance_ppo_*/ --episodes 10
+    unilab play runs/go1-velocity-flat_ppo_*/ --viewer --port 8080
     unilab play logs/rsl_rl/go1_velocity/RUN/model_1000.pt --task go1-velocity-flat
     unilab eval runs/go1-velocity-flat_ppo_*/ --num-envs 4096 --device cuda --json eval.json
     unilab export runs/cartpole-balance_ppo_*/ policy.onnx
@@ -13,7 +15,8 @@ Exit status: 0 on success, 2 for invalid settings (refused before any worker sta
 anything is written: also another run's folder, a live trainer's lock, a resume whose budget
 is already reached), 1 when training fails (a worker raised or died; its rank and error are
 printed), 143 on SIGTERM and 130 on Ctrl-C (one line; the workers stopped, the run folder's
-lock released).
+lock released). `unilab play --viewer` runs until Ctrl-C, its normal end: 0 then too (130 only
+for a Ctrl-C before the first step, while the env is being built).
 
 The heavy modules (torch, warp, mujoco, tensordict, unilab_algos, unilab_envs) are imported
 only by the command that needs them: `--help`, argument errors and an unknown task (when no
@@ -92,6 +95,12 @@ def _parser() -> argparse.ArgumentParser:
     t.add_argument("--timeout", type=float, help="collective timeout in seconds")
     t.add_argument("--no-progress", action="store_true", help="no progress bar")
     t.add_argument(
+        "--loggers",
+        metavar="NAMES",
+        help="comma-separated metric sinks (runner.loggers; default console,jsonl,tensorboard; "
+        'also wandb, with pip install "unilab-integration[wandb]")',
+    )
+    t.add_argument(
         "--set",
         action="append",
         default=[],
@@ -100,9 +109,14 @@ def _parser() -> argparse.ArgumentParser:
     )
     t.add_argument("--print-config", action="store_true", help="print the config and exit")
 
-    pl = sub.add_parser("play", help="evaluate a checkpoint for N episodes")
+    pl = sub.add_parser("play", help="evaluate a checkpoint for N episodes, or watch it")
     pl.add_argument("checkpoint")
-    pl.add_argument("--episodes", type=int, default=10)
+    pl.add_argument(
+        "--episodes",
+        type=int,
+        help="episodes to play (default 10; with --viewer: until Ctrl-C or --steps)",
+    )
+    pl.add_argument("--steps", type=int, help="stop after this many control steps")
     pl.add_argument("--num-envs", type=int, default=8)
     pl.add_argument("--seed", type=int, default=12345)
     pl.add_argument("--device", default="cpu")
@@ -119,6 +133,18 @@ def _parser() -> argparse.ArgumentParser:
     pl.add_argument("--height", type=int, default=480, help="video height in pixels (even)")
     pl.add_argument("--fps", type=float, help="video frame rate (default 1 / env step_dt)")
     pl.add_argument("--camera", help="MJCF camera name or id (default: follow the robot)")
+    pl.add_argument(
+        "--viewer",
+        action="store_true",
+        help="stream the worlds live to a web viewer (prints its URL; needs pip install "
+        '"unilab-integration[viewer]")',
+    )
+    pl.add_argument("--port", type=int, default=8080, help="viewer port (0: any free port)")
+    pl.add_argument(
+        "--host",
+        default="127.0.0.1",
+        help="viewer address to listen on (0.0.0.0: reachable from other machines)",
+    )
     pl.add_argument("--task", help=_TASK_HELP)
     pl.add_argument(
         "--progress",
@@ -187,6 +213,9 @@ def build_config(args: argparse.Namespace) -> TrainConfig:
         items.append("runner.until_solved=true")
     if args.no_progress:
         items.append("runner.progress=false")
+    if args.loggers is not None:
+        names = [name.strip() for name in args.loggers.split(",") if name.strip()]
+        items.append(f"runner.loggers={json.dumps(names)}")
     items = [*items, *args.set]
     cfg = apply_overrides(make_config(args.task, args.algo, preset=args.preset), items)
     if cfg.runner.imports and task_defaults(args.task) is None:
@@ -228,6 +257,9 @@ def _train(args: argparse.Namespace) -> int:
     except WorkerFailedError as e:
         print(f"unilab train: training failed: {e}", file=sys.stderr)
         return 1
+    except ImportError as e:  # a logger's extra is missing (refused before any worker)
+        print(f"unilab train: error: {e}", file=sys.stderr)
+        return 2
     print(_summary(result))
     print(_next_commands(result["run_dir"]))
     return 0
@@ -270,11 +302,21 @@ def _summary(result: dict) -> str:
 
 
 def _play(args: argparse.Namespace) -> int:
+    if args.viewer and args.video:
+        raise ValueError(
+            "--viewer and --video cannot be combined: --video renders world 0 offscreen into a "
+            "file and ends when its episodes are written, --viewer streams the worlds live "
+            "until Ctrl-C; run one, then the other"
+        )
+    for name in ("episodes", "steps"):
+        value = getattr(args, name)
+        if value is not None and value < 1:
+            raise ValueError(f"--{name} must be >= 1, got {value}")
+    if args.viewer:
+        return _play_viewer(args)
     from ._policy import play_episodes
-    from ._train import _quiet_warp
 
-    _quiet_warp()  # warp's per-module load lines would bury the returns
-    _show_env_notices()
+    _env_output()
     progress = sys.stderr.isatty() if args.progress is None else args.progress
 
     video: dict = {}
@@ -293,10 +335,11 @@ def _play(args: argparse.Namespace) -> int:
     try:
         result = play_episodes(
             _policy_checkpoint(args),
-            episodes=args.episodes,
+            episodes=10 if args.episodes is None else args.episodes,
             num_envs=args.num_envs,
             seed=args.seed,
             device=args.device,
+            max_steps=args.steps,
             progress=progress,
             **video,
         )
@@ -310,17 +353,9 @@ def _play(args: argparse.Namespace) -> int:
             raise
         print(f"unilab play: error: {e}", file=sys.stderr)
         return 2
-    returns = result.returns
-    for i, r in enumerate(returns):
+    for i, r in enumerate(result.returns):
         print(f"episode {i}: return {r:.4f}")
-    if returns:
-        level = result.curriculum_level
-        at = "" if level is None else f" (curriculum level {level:g}, from the checkpoint)"
-        print(f"mean return {sum(returns) / len(returns):.4f} over {len(returns)} episodes{at}")
-    if result.terms:  # where the return comes from: each reward term's mean episode sum
-        width = max(len(name) for name in result.terms)
-        for name, values in result.terms.items():
-            print(f"  {name:<{width}}  {sum(values) / max(len(values), 1):+.4f}")
+    _print_returns(result)
     if result.video is not None:
         print(
             f"wrote {result.video}: {result.frames} frames at {result.fps:g} fps, world 0's "
@@ -330,10 +365,55 @@ def _play(args: argparse.Namespace) -> int:
     return 0
 
 
-def _show_env_notices() -> None:
-    """unilab_envs' INFO lines (the first compilation of a task's kernels) on stderr, in a
-    command that builds an env in this process (training workers log them to the run's logs)."""
+def _print_returns(result) -> None:
+    returns = result.returns
+    if returns:
+        level = result.curriculum_level
+        at = "" if level is None else f" (curriculum level {level:g}, from the checkpoint)"
+        print(f"mean return {sum(returns) / len(returns):.4f} over {len(returns)} episodes{at}")
+    if result.terms:  # where the return comes from: each reward term's mean episode sum
+        width = max(len(name) for name in result.terms)
+        for name, values in result.terms.items():
+            print(f"  {name:<{width}}  {sum(values) / max(len(values), 1):+.4f}")
+
+
+def _play_viewer(args: argparse.Namespace) -> int:
+    """`unilab play --viewer`: until Ctrl-C (exit 0), --steps or --episodes."""
+    from ._viewer import viser_module
+
+    try:
+        viser_module()  # before loading anything: the extra may be missing
+    except ImportError as e:
+        print(f"unilab play: error: {e}", file=sys.stderr)
+        return 2
+    from ._viewer import view_policy
+
+    _env_output()
+    result = view_policy(
+        _policy_checkpoint(args),
+        host=args.host,
+        port=args.port,
+        num_envs=args.num_envs,
+        seed=args.seed,
+        device=args.device,
+        steps=args.steps,
+        episodes=args.episodes,
+    )
+    end = "stopped by Ctrl-C" if result.interrupted else "done"
+    print(f"viewer {end} after {result.steps} steps, {len(result.returns)} episodes finished")
+    _print_returns(result)
+    return 0
+
+
+def _env_output() -> None:
+    """What a command that builds an env in this process prints: not warp's per-module load
+    lines (they would bury the results), but unilab_envs' INFO lines (the first compilation of
+    a task's kernels) on stderr (training workers log those to the run's logs)."""
     import logging
+
+    from ._train import _quiet_warp
+
+    _quiet_warp()
 
     env_logger = logging.getLogger("unilab_envs")
     if not env_logger.handlers:
@@ -351,10 +431,8 @@ def _policy_checkpoint(args: argparse.Namespace) -> dict:
 
 def _eval(args: argparse.Namespace) -> int:
     from ._tracking import evaluate_tracking
-    from ._train import _quiet_warp
 
-    _quiet_warp()
-    _show_env_notices()
+    _env_output()
     result = evaluate_tracking(
         _policy_checkpoint(args),
         num_envs=args.num_envs,

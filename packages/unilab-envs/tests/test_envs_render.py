@@ -172,6 +172,31 @@ def test_bad_arguments_raise_before_any_gl_context():
         Renderer(env, height=2.5)
 
 
+def test_load_world_copies_one_worlds_state_into_host_data():
+    import mujoco
+    import numpy as np
+    import torch
+    import warp as wp
+
+    import unilab_envs
+    from unilab_envs.render import load_world
+
+    env = unilab_envs.make("cartpole-balance", num_envs=3, seed=0)
+    env.reset()
+    wp.to_torch(env.ctx.data.qpos).copy_(torch.tensor([[0.0, 0.1], [0.5, -0.3], [1.0, 0.2]]))
+    wp.to_torch(env.ctx.data.qvel).copy_(torch.tensor([[0.0, 0.0], [2.0, 3.0], [0.0, 0.0]]))
+    mjd = mujoco.MjData(env.mjm)
+    assert load_world(env, mjd, 1) is mjd
+    np.testing.assert_allclose(mjd.qpos, [0.5, -0.3], rtol=1e-6)
+    np.testing.assert_allclose(mjd.qvel, [2.0, 3.0])
+    mujoco.mj_kinematics(env.mjm, mjd)
+    cart = mujoco.mj_name2id(env.mjm, mujoco.mjtObj.mjOBJ_BODY, "cart")
+    assert abs(float(mjd.xpos[cart][0]) - 0.5) < 1e-6  # the cart's slide is along x
+    for bad in (3, -1, True, 1.0):
+        with pytest.raises(ValueError, match=r"world must be an int in \[0, 3\)"):
+            load_world(env, mjd, bad)
+
+
 if __name__ == "__main__":
     import torch
 

@@ -307,6 +307,30 @@ def test_quadruped_stands_still_under_zero_actions():
     assert torch.equal(td["log", "termination"], torch.zeros(3))
 
 
+def test_velocity_tracking_reads_the_command_and_the_base_velocities():
+    import mujoco
+
+    from unilab_envs.render import load_world
+
+    env = unilab_envs.make("quadruped-velocity", num_envs=2, seed=3)
+    env.reset()
+    gen = torch.Generator().manual_seed(0)
+    for _ in range(5):
+        td = env.step(torch.rand(2, 12, generator=gen) * 2 - 1)
+    track = env.task.velocity_tracking(td)
+    assert set(track) == {"command", "lin_vel", "ang_vel"}
+    command = wp.to_torch(env.task.command)
+    torch.testing.assert_close(track["command"], command)
+    mjd = mujoco.MjData(env.mjm)
+    for w in range(2):
+        load_world(env, mjd, w)
+        rot = np.zeros(9)
+        mujoco.mju_quat2Mat(rot, mjd.qpos[3:7])
+        lin_body = rot.reshape(3, 3).T @ mjd.qvel[0:3]  # free joint: world-frame linear velocity
+        np.testing.assert_allclose(track["lin_vel"][w].numpy(), lin_body, atol=1e-5)
+        np.testing.assert_allclose(track["ang_vel"][w].numpy(), mjd.qvel[3:6], atol=1e-5)
+
+
 def test_curriculum_update_and_round_trip():
     task = make_quadruped_velocity()
     cur = task.curriculum()

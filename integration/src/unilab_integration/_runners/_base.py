@@ -39,6 +39,7 @@ from .._logger import MetricLogger
 from ._budget import UNTIL_SOLVED_CAP, Budget, plan_budget
 from ._eval import PolicyEvaluator, eval_means
 from ._guards import NonFiniteError, ObservationGuard, check_losses, check_modules
+from ._startup import startup_line
 from ._stats import EpisodeStats, curriculum_metrics, means_from_sums
 
 __all__ = ["Runner", "RunResult"]
@@ -181,8 +182,9 @@ class Runner:
                 self.run_dir,
                 total=self.budget,
                 initial=self.iteration,
+                sinks=cfg.loggers,
+                config=self.config,
                 progress=cfg.progress,
-                tensorboard=cfg.tensorboard,
             )
             self._announce()
         metrics: dict[str, float] = {}
@@ -195,6 +197,7 @@ class Runner:
                         f"non-finite observation in group '{group}' on rank {self.ctx.rank} "
                         f"at iteration {self.iteration} (before the first step)"
                     )
+        failed = True
         try:
             while self.budget is None or self.iteration < self.budget:
                 metrics = self._one_iteration()
@@ -205,6 +208,7 @@ class Runner:
                     self.save()
             if self.iteration > start_iteration and self.iteration not in self.written:
                 self.save()  # never a checkpoint that no new iteration produced
+            failed = False
         finally:
             if self.logger is not None:
                 if solved:
@@ -214,7 +218,7 @@ class Runner:
                         f"{self.threshold} for {cfg.solved_patience} {what} "
                         f"(iteration {self.iteration})"
                     )
-                self.logger.close()
+                self.logger.close(failed=failed)
         return RunResult(
             iterations=self.iteration,
             env_steps_global=self.env_steps_global,
@@ -227,6 +231,7 @@ class Runner:
         )
 
     def _announce(self) -> None:
+        """Rank 0's first two lines: the run, and the system and how it runs (`startup_line`)."""
         assert self.logger is not None
         w = self.ctx.world_size
         self.logger.write(
@@ -234,9 +239,10 @@ class Runner:
             f"{w} rank(s) on {self.device.type} | envs {self.num_envs} per rank, "
             f"{self.num_envs * w} global (scope {self.config.env.scope}) | "
             f"{self.plan.describe(self.iteration)} | "
-            f"{_update_mode(self.learner)}{_precision(self.config.runner)}"
+            f"{_precision(self.config.runner)}"
             f"{_evaluation(self.config.runner)}run dir {self.run_dir}"
         )
+        self.logger.write(startup_line(self.device, self.env, self.learner))
 
     @property
     def solved_metric(self) -> str:
@@ -408,6 +414,8 @@ class Runner:
         }
         path = save_checkpoint(self.run_dir / "checkpoints", self.iteration, payload)
         self.last_checkpoint = str(path)
+        if self.logger is not None:
+            self.logger.checkpoint(self.iteration, self.last_checkpoint)
         cfg = self.config.runner
         prune_checkpoints(
             path.parent,
@@ -556,25 +564,6 @@ def _evaluation(runner: Any) -> str:
     if runner.until_solved:
         return "until solved: judged on the training episodes (--eval-interval for the policy's) | "
     return ""
-
-
-def _update_mode(learner: Any) -> str:
-    """The announce line's part on CUDA graphs, for learners that report a `capture_status`
-    (the update) and possibly a `rollout_capture_status` (PPO's collection)."""
-    parts: list[tuple[str, str]] = []
-    for label, attr in (("update", "capture_status"), ("rollout", "rollout_capture_status")):
-        status = getattr(learner, attr, None)
-        if not isinstance(status, str):
-            continue
-        if status in ("pending", "captured"):
-            parts.append((label, "in CUDA graphs"))
-        elif status.startswith("eager: "):
-            parts.append((label, f"eager ({status.removeprefix('eager: ')})"))
-        else:
-            parts.append((label, "eager"))
-    if len(parts) == 2 and parts[0][1] == parts[1][1]:  # one reason for both: say it once
-        return f"update and rollout {parts[0][1]} | "
-    return "".join(f"{label} {mode} | " for label, mode in parts)
 
 
 __all__ += ["UNTIL_SOLVED_CAP", "CheckpointError", "iteration_budget"]

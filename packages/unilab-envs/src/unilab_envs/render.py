@@ -15,7 +15,8 @@ renders it with `mujoco.Renderer`. The OpenGL backend is the one MuJoCo picks fr
 `MUJOCO_GL` environment variable, read once when `mujoco` is first imported: `egl` (headless,
 GPU or Mesa), `osmesa` (software, CPU; `apt-get install libosmesa6`) or `glfw` (needs a
 display; the default when `MUJOCO_GL` is unset). When none works, `Renderer(...)` raises
-`RendererUnavailableError` (a RuntimeError) that says how to fix it.
+`RendererUnavailableError` (a RuntimeError) that says how to fix it. `load_world` is the state
+copy alone (no OpenGL), for other host-side consumers of one world's poses.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ import warp as wp
 if TYPE_CHECKING:
     from unilab_envs._core.env import VecEnv
 
-__all__ = ["Renderer", "RendererUnavailableError"]
+__all__ = ["Renderer", "RendererUnavailableError", "floating_base", "load_world"]
 
 
 class RendererUnavailableError(RuntimeError):
@@ -49,7 +50,7 @@ def _unavailable(cause: BaseException) -> RendererUnavailableError:
     )
 
 
-def _free_base_body(mjm: mujoco.MjModel) -> int | None:
+def floating_base(mjm: mujoco.MjModel) -> int | None:
     """The body of the model's first free joint (a floating base), or None."""
     for j in range(mjm.njnt):
         if int(mjm.jnt_type[j]) == int(mujoco.mjtJoint.mjJNT_FREE):
@@ -60,6 +61,25 @@ def _free_base_body(mjm: mujoco.MjModel) -> int | None:
 def _row(arr: wp.array, world: int) -> np.ndarray:
     """float64 host copy of `arr[world]` (one row only, so a GPU env copies a few bytes)."""
     return wp.to_torch(arr)[world].detach().to("cpu", torch.float64).numpy()
+
+
+def load_world(env: VecEnv, mjd: mujoco.MjData, world: int = 0) -> mujoco.MjData:
+    """Copy world `world`'s state (`qpos`, `qvel`, `mocap_pos`, `mocap_quat`) from `env`'s warp
+    data into `mjd`, a host `mujoco.MjData` of `env.mjm` (or of a copy of it); return `mjd`.
+
+    Only one row of each array crosses from the device. Derived quantities (body and geom
+    poses) are not computed: run `mujoco.mj_kinematics` (poses) or `mujoco.mj_forward` next.
+    """
+    n = env.num_envs
+    if isinstance(world, bool) or not isinstance(world, int) or not 0 <= world < n:
+        raise ValueError(f"world must be an int in [0, {n}), got {world!r}")
+    data = env.ctx.data
+    mjd.qpos[:] = _row(data.qpos, world)
+    mjd.qvel[:] = _row(data.qvel, world)
+    if mjd.mocap_pos.shape[0] > 0:
+        mjd.mocap_pos[:] = _row(data.mocap_pos, world)
+        mjd.mocap_quat[:] = _row(data.mocap_quat, world)
+    return mjd
 
 
 class Renderer:
@@ -98,7 +118,7 @@ class Renderer:
         # Follow the floating base: a free camera re-aimed at the base every frame (MuJoCo's
         # own tracking camera low-pass filters its target, so equal states would not give
         # equal frames).
-        self._track = _free_base_body(mjm) if camera is None else None
+        self._track = floating_base(mjm) if camera is None else None
         self._mjd = mujoco.MjData(mjm)
         try:
             self._renderer: mujoco.Renderer | None = mujoco.Renderer(mjm, height, width)
@@ -115,7 +135,7 @@ class Renderer:
         if camera is None:
             cam = mujoco.MjvCamera()
             mujoco.mjv_defaultFreeCamera(mjm, cam)
-            if _free_base_body(mjm) is not None:
+            if floating_base(mjm) is not None:
                 cam.distance = 2.5 * float(mjm.stat.extent)
                 cam.azimuth, cam.elevation = 135.0, -20.0
             return cam
@@ -135,16 +155,8 @@ class Renderer:
 
     def sync(self, world: int = 0) -> mujoco.MjData:
         """Copy world `world`'s state into the host MjData and run `mj_forward`; return it."""
-        n = self.env.num_envs
-        if isinstance(world, bool) or not isinstance(world, int) or not 0 <= world < n:
-            raise ValueError(f"world must be an int in [0, {n}), got {world!r}")
-        data, mjd, mjm = self.env.ctx.data, self._mjd, self.mjm
-        mjd.qpos[:] = _row(data.qpos, world)
-        mjd.qvel[:] = _row(data.qvel, world)
-        if mjm.nmocap > 0:
-            mjd.mocap_pos[:] = _row(data.mocap_pos, world)
-            mjd.mocap_quat[:] = _row(data.mocap_quat, world)
-        mujoco.mj_forward(mjm, mjd)
+        mjd = load_world(self.env, self._mjd, world)
+        mujoco.mj_forward(self.mjm, mjd)
         return mjd
 
     def frame(self, world: int = 0) -> np.ndarray:

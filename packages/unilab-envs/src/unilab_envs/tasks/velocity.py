@@ -398,6 +398,22 @@ class VelocityTask(Task):
         self.foot_contact = wp.zeros((n, f), dtype=float, device=dev)
         self.bad_contact = wp.zeros(n, dtype=wp.int32, device=dev)
 
+    def velocity_tracking(self, obs: Any) -> dict[str, Any]:
+        """The command and the base velocities of an env observation (torch views of its
+        noise-free "critic" group, nothing recomputed), each [N, 3] float32:
+
+        "command": (vx, vy, yaw rate) commanded in the base's heading frame (m/s, rad/s);
+        "lin_vel": the base's linear velocity in its own frame (m/s);
+        "ang_vel": the base's angular velocity in its own frame (rad/s).
+        """
+        critic = obs["obs", "critic"]
+        base = 9 + 3 * self.robot.num_joints
+        return {
+            "command": critic[:, 6:9],
+            "lin_vel": critic[:, base : base + 3],
+            "ang_vel": critic[:, 0:3],
+        }
+
     def deployment_info(self) -> dict[str, Any]:
         """`Task.deployment_info()`: joint position targets around the default pose, the PD
         gains of the compiled model's actuators, the observation terms and command ranges."""

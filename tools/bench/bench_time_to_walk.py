@@ -1,0 +1,320 @@
+"""Time to a walking policy: every checkpoint of MJLab's and UniLab's runs through one evaluator.
+
+    python3 tools/bench/bench_time_to_walk.py evaluate RUN.json... [--num-envs 4096] [--device cuda]
+    python3 tools/bench/bench_time_to_walk.py summary TTW.json... [--reference-s 600]
+    python3 tools/bench/bench_time_to_walk.py --quick      # self-test on made-up curves (CPU)
+
+The training runs come from the two scripts that already drive each side, on one GPU, with a
+checkpoint about every minute of wall-clock (docs/benchmarks/mjlab-tasks.md has the commands):
+  - MJLab 1.6.0 + RSL-RL, its own train script: `bench_mjlab.py --gpus 1 --iterations 100000
+    --timeout 720 --seed S --save-interval 60 --name go1_s<S>` writes `mjlab_<name>.json` (rsl_rl's
+    per-iteration log with the wall-clock of each line, and the `log_root` below which MJLab
+    wrote `model_<iteration>.pt`); the timeout SIGKILLs the run, the checkpoints stay;
+  - UniLab through `unilab_integration.train`: `bench_time_to_threshold.py --task
+    go1-velocity-flat --algo ppo --preset default --threshold 1e30 --keep-going --max-seconds T
+    --save-interval N --run-dir DIR --name NAME --set runner.seed=S` writes `ttt_<name>.json`
+    (per-iteration points) and keeps every checkpoint in DIR/NAME/checkpoints.
+
+`evaluate` loads each checkpoint (MJLab's converted by `unilab_integration`'s MJLab checkpoint
+loader) and runs `unilab_integration.evaluate_tracking` on it: the deterministic policy on
+`--num-envs` fresh episodes, one per world, over the task's full command range; mean
+linear-velocity tracking error (m/s), yaw-rate error (rad/s), the fraction of episodes that
+reach the time limit, and the mean return. Each checkpoint's point carries the wall-clock of the
+training iteration that wrote it: `time_s` from the start of the first training iteration (setup
+and compilation excluded, both sides alike) and `wall_s` from the launch. Writes
+`$OUT/ttw_<name>.json` per run ({"kind": "time_to_walk", "side", "task", "label", "seed",
+"source", "points": [...]}) and prints a line per checkpoint.
+
+`summary` takes the MJLab runs of a task as the reference: the mean over its seeds of the
+metrics of each run's last checkpoint at or before `--reference-s` seconds of training. A UniLab
+run reaches it at its first checkpoint whose linear and yaw-rate errors are at most the
+reference's and whose time-limit fraction is at least the reference's; the table gives that
+time per run (the target: at most a quarter of `--reference-s`). `plot_curves.py` draws the
+`ttw_*.json` files (`tracking.png`: one row per robot, one panel per metric, against time_s).
+"""
+
+from __future__ import annotations
+
+import argparse
+import glob
+import json
+import math
+import os
+import re
+import statistics
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+for _src in reversed(
+    [str(p) for p in sorted((ROOT / "packages").glob("*/src"))]
+    + [str(ROOT / "integration" / "src")]
+):
+    if _src not in sys.path:
+        sys.path.insert(0, _src)
+
+# MJLab's task ids and UniLab's names for the same tasks
+MJLAB_TASKS = {
+    "Mjlab-Velocity-Flat-Unitree-Go1": "go1-velocity-flat",
+    "Mjlab-Velocity-Flat-Unitree-G1": "g1-velocity-flat",
+    "Mjlab-Velocity-Rough-Unitree-Go1": "go1-velocity-rough",
+    "Mjlab-Velocity-Rough-Unitree-G1": "g1-velocity-rough",
+}
+METRICS = ("lin_vel_error", "yaw_rate_error", "time_limit_fraction")
+_MODEL = re.compile(r"model_(\d+)\.pt$")
+_CKPT = re.compile(r"ckpt_(\d+)\.pt$")
+
+
+def mjlab_checkpoints(doc: dict) -> tuple[str, int | None, list[dict]]:
+    """(UniLab task, seed, [{path, iteration, wall_s, time_s, env_steps}]) of a bench_mjlab.py run.
+
+    Iteration i's line arrives when the iteration ends, and rsl_rl saves `model_<i>.pt` right
+    after logging it, so the checkpoint's times are those of the line; the first iteration
+    started its own `iteration_s` before its line."""
+    run = doc["runs"][0]
+    task = MJLAB_TASKS[doc["task"]]
+    by_it = {it["iteration"]: it for it in run["iterations"] if it.get("wall_s") is not None}
+    if not by_it:
+        raise SystemExit(f"{doc['task']}: the MJLab run logged no iteration")
+    first = by_it[min(by_it)]
+    t0 = first["wall_s"] - first.get("iteration_s", 0.0)
+    points = []
+    for path in glob.glob(os.path.join(run["log_root"], "**", "model_*.pt"), recursive=True):
+        it = int(_MODEL.search(path).group(1))
+        rec = by_it.get(it)
+        if rec is None:  # written after the last parsed line (the final save): no time for it
+            continue
+        points.append(
+            {
+                "path": path,
+                "iteration": it,
+                "wall_s": rec["wall_s"],
+                "time_s": rec["wall_s"] - t0,
+                "env_steps": rec.get("total_steps"),
+            }
+        )
+    seed = doc.get("args", {}).get("seed")
+    return task, seed, sorted(points, key=lambda p: p["iteration"])
+
+
+def unilab_checkpoints(doc: dict) -> tuple[str, int | None, list[dict]]:
+    """The same for a bench_time_to_threshold.py run (its checkpoints kept in the run folder)."""
+    args = doc["args"]
+    if not args.get("run_dir"):
+        raise SystemExit(f"{args['name']}: the run had no --run-dir, its checkpoints are gone")
+    (curve,) = [c for label, c in doc["curves"].items() if "deterministic" not in label][:1]
+    by_it = {p["iteration"]: p for p in curve["points"]}
+    folder = Path(args["run_dir"]) / args["name"] / "checkpoints"
+    points = []
+    for path in folder.glob("ckpt_*.pt"):
+        it = int(_CKPT.search(path.name).group(1))
+        rec = by_it.get(it)
+        if rec is None:
+            continue
+        points.append(
+            {
+                "path": str(path),
+                "iteration": it,
+                "wall_s": rec["wall_s"],
+                "time_s": rec["time_s"],
+                "env_steps": rec["env_steps"],
+            }
+        )
+    seed = doc["config"]["runner"]["seed"]
+    return doc["config"]["task"], seed, sorted(points, key=lambda p: p["iteration"])
+
+
+def evaluate_run(path: str, args) -> dict:
+    from unilab_integration._mjlab_checkpoint import load_policy_checkpoint
+    from unilab_integration._tracking import evaluate_tracking
+    from unilab_integration._train import _quiet_warp
+
+    _quiet_warp()
+    with open(path) as f:
+        doc = json.load(f)
+    if doc.get("kind") == "time_to_threshold":
+        side, (task, seed, checkpoints) = "unilab", unilab_checkpoints(doc)
+        preset = doc["args"].get("preset", "default")
+        label = f"UniLab {doc['args']['algo']} ({preset})"
+    elif "runs" in doc and doc.get("task") in MJLAB_TASKS:
+        side, (task, seed, checkpoints) = "mjlab", mjlab_checkpoints(doc)
+        label = "MJLab + RSL-RL"
+    else:
+        raise SystemExit(f"{path}: neither a bench_mjlab.py nor a bench_time_to_threshold.py run")
+    print(f"{path}: {label}, {task}, seed {seed}, {len(checkpoints)} checkpoints", flush=True)
+    points = []
+    for c in checkpoints:
+        t = time.perf_counter()
+        ckpt = load_policy_checkpoint(c["path"], task=task if side == "mjlab" else None)
+        r = evaluate_tracking(ckpt, num_envs=args.num_envs, seed=args.seed, device=args.device)
+        point = {**c, **{k: getattr(r, k) for k in (*METRICS, "mean_return", "episodes")}}
+        point["eval_s"] = time.perf_counter() - t
+        points.append(point)
+        print(
+            f"  it {c['iteration']:>6}  {c['time_s']:7.1f} s  lin {r.lin_vel_error:.4f} m/s  "
+            f"yaw {r.yaw_rate_error:.4f} rad/s  time-limit {r.time_limit_fraction:.3f}  "
+            f"({point['eval_s']:.1f} s)",
+            flush=True,
+        )
+    name = Path(path).stem.removeprefix("mjlab_").removeprefix("ttt_")
+    out = {
+        "kind": "time_to_walk",
+        "side": side,
+        "task": task,
+        "label": label,
+        "seed": seed,
+        "name": name,
+        "source": os.path.basename(path),
+        "evaluator": {"num_envs": args.num_envs, "seed": args.seed, "device": args.device},
+        "points": points,
+    }
+    out_dir = os.environ.get("OUT") or "."
+    with open(os.path.join(out_dir, f"ttw_{name}.json"), "w") as f:
+        json.dump(out, f, indent=1)
+    return out
+
+
+def reference(runs: list[dict], at_s: float) -> dict | None:
+    """Mean over MJLab's runs of the last checkpoint at or before `at_s` seconds of training."""
+    picks = []
+    for run in runs:
+        before = [p for p in run["points"] if p["time_s"] <= at_s]
+        if before:
+            picks.append(before[-1])
+    if not picks:
+        return None
+    ref = {k: statistics.fmean(p[k] for p in picks) for k in METRICS}
+    ref["time_s"] = statistics.fmean(p["time_s"] for p in picks)
+    ref["runs"] = len(picks)
+    return ref
+
+
+def reaches(point: dict, ref: dict) -> bool:
+    return (
+        point["lin_vel_error"] <= ref["lin_vel_error"]
+        and point["yaw_rate_error"] <= ref["yaw_rate_error"]
+        and point["time_limit_fraction"] >= ref["time_limit_fraction"]
+    )
+
+
+def time_to_reference(run: dict, ref: dict) -> float | None:
+    for p in run["points"]:
+        if reaches(p, ref):
+            return p["time_s"]
+    return None
+
+
+def summary(runs: list[dict], at_s: float) -> dict:
+    """Per task: the MJLab reference and each UniLab run's time to it."""
+    out: dict = {}
+    for task in sorted({r["task"] for r in runs}):
+        mine = [r for r in runs if r["task"] == task]
+        ref = reference([r for r in mine if r["side"] == "mjlab"], at_s)
+        rows = []
+        for r in mine:
+            last = r["points"][-1] if r["points"] else None
+            rows.append(
+                {
+                    "label": r["label"],
+                    "seed": r["seed"],
+                    "side": r["side"],
+                    "checkpoints": len(r["points"]),
+                    "last": None if last is None else {k: last[k] for k in (*METRICS, "time_s")},
+                    "time_to_reference_s": None if ref is None else time_to_reference(r, ref),
+                }
+            )
+        out[task] = {"reference": ref, "reference_at_s": at_s, "runs": rows}
+    return out
+
+
+def print_summary(table: dict) -> None:
+    for task, entry in table.items():
+        ref = entry["reference"]
+        print(f"\n{task}")
+        if ref is None:
+            print(f"  no MJLab run with a checkpoint before {entry['reference_at_s']:.0f} s")
+        else:
+            print(
+                f"  MJLab reference ({ref['runs']} runs, checkpoints near "
+                f"{ref['time_s']:.0f} s): lin {ref['lin_vel_error']:.4f} m/s, yaw "
+                f"{ref['yaw_rate_error']:.4f} rad/s, time-limit {ref['time_limit_fraction']:.3f}"
+            )
+        for row in entry["runs"]:
+            t = row["time_to_reference_s"]
+            last = row["last"] or {}
+            print(
+                f"  {row['label']:<28} seed {row['seed']}: "
+                f"{'not reached' if t is None else f'reached at {t:6.1f} s'}; last checkpoint "
+                f"{last.get('time_s', math.nan):.0f} s: lin {last.get('lin_vel_error', math.nan):.4f}"
+                f" yaw {last.get('yaw_rate_error', math.nan):.4f}"
+                f" time-limit {last.get('time_limit_fraction', math.nan):.3f}"
+            )
+
+
+def self_test() -> None:
+    """--quick: the reference and time-to-reference rules on made-up curves."""
+
+    def run(side, pts):
+        return {
+            "side": side,
+            "task": "go1-velocity-flat",
+            "label": side,
+            "seed": 0,
+            "points": [
+                {"time_s": t, "lin_vel_error": a, "yaw_rate_error": b, "time_limit_fraction": c}
+                for t, a, b, c in pts
+            ],
+        }
+
+    mj = [
+        run("mjlab", [(60, 0.9, 0.9, 0.2), (590, 0.3, 0.4, 0.9), (650, 0.1, 0.1, 1.0)]),
+        run("mjlab", [(300, 0.5, 0.5, 0.5), (600, 0.5, 0.6, 0.7)]),
+    ]
+    ref = reference(mj, 600)
+    assert ref is not None and ref["runs"] == 2, ref
+    assert math.isclose(ref["lin_vel_error"], 0.4) and math.isclose(ref["yaw_rate_error"], 0.5)
+    assert math.isclose(ref["time_limit_fraction"], 0.8)
+    ul = run("unilab", [(30, 0.5, 0.4, 0.9), (60, 0.4, 0.6, 0.9), (90, 0.35, 0.45, 0.85)])
+    assert time_to_reference(ul, ref) == 90  # the first point that is no worse on all three
+    table = summary([*mj, ul], 600)
+    assert table["go1-velocity-flat"]["runs"][2]["time_to_reference_s"] == 90
+    print("bench_time_to_walk self-test: ok")
+
+
+def main(argv=None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="self-test of the rules (CPU)")
+    sub = ap.add_subparsers(dest="command")
+    ev = sub.add_parser("evaluate", help="evaluate every checkpoint of training runs")
+    ev.add_argument("runs", nargs="+", help="mjlab_<name>.json / ttt_<name>.json files")
+    ev.add_argument("--num-envs", type=int, default=4096)
+    ev.add_argument("--seed", type=int, default=12345)
+    ev.add_argument("--device", default="cuda")
+    su = sub.add_parser("summary", help="MJLab's reference and each run's time to it")
+    su.add_argument("files", nargs="+", help="ttw_<name>.json files")
+    su.add_argument("--reference-s", type=float, default=600.0)
+    args = ap.parse_args(argv)
+    if args.quick:
+        self_test()
+        return
+    if args.command == "evaluate":
+        runs = [evaluate_run(p, args) for p in args.runs]
+        print_summary(summary(runs, 600.0))
+    elif args.command == "summary":
+        runs = []
+        for p in args.files:
+            with open(p) as f:
+                runs.append(json.load(f))
+        table = summary(runs, args.reference_s)
+        print_summary(table)
+        out_dir = os.environ.get("OUT")
+        if out_dir:
+            with open(os.path.join(out_dir, "ttw_summary.json"), "w") as f:
+                json.dump(table, f, indent=1)
+    else:
+        ap.print_help()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,95 @@
+"""bench_time_to_walk.py: checkpoint times of both sides' runs and the reference rule."""
+
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "tools" / "bench"))
+import bench_time_to_walk as ttw  # noqa: E402
+
+
+def test_mjlab_checkpoint_times_come_from_the_iteration_lines(tmp_path):
+    run_dir = tmp_path / "go1_velocity" / "2026-12-01_00-00-00"
+    run_dir.mkdir(parents=True)
+    for it in (0, 60, 120, 999):  # 999: saved after the last parsed line, no time
+        (run_dir / f"model_{it}.pt").write_bytes(b"")
+    iterations = [
+        {
+            "iteration": i,
+            "wall_s": 40.0 + 1.5 * (i + 1),
+            "iteration_s": 1.5,
+            "total_steps": 98304 * (i + 1),
+        }
+        for i in range(121)
+    ]
+    doc = {
+        "task": "Mjlab-Velocity-Flat-Unitree-Go1",
+        "args": {"seed": 3},
+        "runs": [{"log_root": str(tmp_path), "iterations": iterations}],
+    }
+    task, seed, points = ttw.mjlab_checkpoints(doc)
+    assert (task, seed) == ("go1-velocity-flat", 3)
+    assert [p["iteration"] for p in points] == [0, 60, 120]
+    # the first iteration started at 40 s (its line at 41.5 s, 1.5 s long)
+    assert [p["time_s"] for p in points] == [1.5, 91.5, 181.5]
+    assert points[1]["env_steps"] == 98304 * 61
+
+
+def test_unilab_checkpoints_take_the_times_of_their_iterations(tmp_path):
+    ckpts = tmp_path / "runA" / "checkpoints"
+    ckpts.mkdir(parents=True)
+    for it in (100, 200):
+        (ckpts / f"ckpt_{it:06d}.pt").write_bytes(b"")
+    points = [
+        {"iteration": i, "wall_s": 90.0 + i, "time_s": float(i), "env_steps": 1000.0 * i}
+        for i in range(1, 201)
+    ]
+    doc = {
+        "kind": "time_to_threshold",
+        "args": {"run_dir": str(tmp_path), "name": "runA", "algo": "ppo"},
+        "config": {"task": "go1-velocity-flat", "runner": {"seed": 1}},
+        "curves": {"ppo go1-velocity-flat, 1gpu": {"points": points}},
+    }
+    task, seed, got = ttw.unilab_checkpoints(doc)
+    assert (task, seed) == ("go1-velocity-flat", 1)
+    assert [(p["iteration"], p["time_s"], p["wall_s"]) for p in got] == [
+        (100, 100.0, 190.0),
+        (200, 200.0, 290.0),
+    ]
+
+
+def _run(side, pts):
+    keys = ("time_s", "lin_vel_error", "yaw_rate_error", "time_limit_fraction")
+    return {
+        "side": side,
+        "task": "g1-velocity-flat",
+        "label": side,
+        "seed": 0,
+        "points": [dict(zip(keys, p, strict=True)) for p in pts],
+    }
+
+
+def test_reference_is_the_mean_of_mjlab_runs_at_the_reference_time():
+    mj = [
+        _run("mjlab", [(60, 0.9, 0.9, 0.2), (590, 0.3, 0.4, 0.9), (650, 0.1, 0.1, 1.0)]),
+        _run("mjlab", [(300, 0.5, 0.5, 0.5), (600, 0.5, 0.6, 0.7)]),
+    ]
+    ref = ttw.reference(mj, 600.0)
+    assert ref["runs"] == 2
+    assert abs(ref["lin_vel_error"] - 0.4) < 1e-12
+    assert abs(ref["yaw_rate_error"] - 0.5) < 1e-12
+    assert abs(ref["time_limit_fraction"] - 0.8) < 1e-12
+    assert ttw.reference([_run("mjlab", [(700, 0.1, 0.1, 1.0)])], 600.0) is None
+
+
+def test_a_run_reaches_the_reference_only_when_no_worse_on_all_three_metrics():
+    ref = {"lin_vel_error": 0.4, "yaw_rate_error": 0.5, "time_limit_fraction": 0.8}
+    run = _run(
+        "unilab",
+        [(30, 0.3, 0.4, 0.7), (60, 0.41, 0.3, 0.9), (90, 0.4, 0.5, 0.8), (120, 0.1, 0.1, 1.0)],
+    )
+    assert ttw.time_to_reference(run, ref) == 90
+    assert ttw.time_to_reference(_run("unilab", [(30, 0.5, 0.5, 0.9)]), ref) is None
+    table = ttw.summary([_run("mjlab", [(600, 0.4, 0.5, 0.8)]), run], 600.0)
+    rows = table["g1-velocity-flat"]["runs"]
+    assert [r["time_to_reference_s"] for r in rows] == [600, 90]
