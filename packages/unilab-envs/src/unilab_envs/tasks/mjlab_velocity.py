@@ -1,21 +1,24 @@
-"""MJLab 1.6.0's velocity tasks on UniLab's env layer: `go1-velocity-flat`, `g1-velocity-flat`.
+"""MJLab 1.6.0's velocity tasks on UniLab's env layer: `{go1,g1}-velocity-{flat,rough}`.
 
-`go1-velocity-flat` is `Mjlab-Velocity-Flat-Unitree-Go1` and `g1-velocity-flat`
-`Mjlab-Velocity-Flat-Unitree-G1` (mjlab/tasks/velocity/velocity_env_cfg.py +
-config/{go1,g1}/env_cfgs.py): the same observation terms in the same order, the same command,
-rewards (weight x value x step_dt), termination, events and command curriculum; one task class,
-the robots differ only in `MjlabVelocityConfig`. The term-by-term table, with every difference
-and its reason, is docs/envs-mjlab.md; the kernels are in `tasks/_mjlab_kernels.py`.
+`go1-velocity-flat` is `Mjlab-Velocity-Flat-Unitree-Go1`, `g1-velocity-flat`
+`Mjlab-Velocity-Flat-Unitree-G1`, and `*-velocity-rough` their `Mjlab-Velocity-Rough-*`
+(mjlab/tasks/velocity/velocity_env_cfg.py + config/{go1,g1}/env_cfgs.py): the same observation
+terms in the same order, the same command, rewards (weight x value x step_dt), terminations,
+events and curricula; one task class, the robots and terrains differ only in
+`MjlabVelocityConfig` (rough: `terrain` set, with MJLab's terrain grid, height scans, terrain
+levels and out-of-bounds time-out). The term-by-term table, with every difference and its
+reason, is docs/envs-mjlab.md; the kernels are in `tasks/_mjlab_kernels.py`.
 
 Action: float32 [N, J] (Go1 12, G1 29 joints), unbounded (`action_bound=None`, as MJLab's):
 joint target = default pose + scale * action - encoder bias.
-Observations (float32; F feet: Go1 4, G1 2):
-    "policy" [N, 12 + 3J] (Go1 48, G1 99): base_lin_vel 3 (IMU velocimeter), base_ang_vel 3
-        (IMU gyro), projected_gravity 3, joint_pos J (minus default, with the encoder bias),
-        joint_vel J, actions J, command 3; uniform noise +-0.5, 0.2, 0.05, 0.01, 1.5 on the
-        first five.
-    "critic" [N, 12 + 3J + 6F] (Go1 72, G1 111): the same without noise and bias, foot_height
-        F, foot_air_time F, foot_contact F, foot_contact_forces 3F.
+Observations (float32; F feet: Go1 4, G1 2; S height-scan rays: 0 flat, 187 rough):
+    "policy" [N, 12 + 3J + S] (Go1 48, G1 99 on flat): base_lin_vel 3 (IMU velocimeter),
+        base_ang_vel 3 (IMU gyro), projected_gravity 3, joint_pos J (minus default, with the
+        encoder bias), joint_vel J, actions J, command 3, rough: height_scan S ((base z - hit
+        z) / 5 m); uniform noise +-0.5, 0.2, 0.05, 0.01, 1.5 on the first five, +-0.1 m on
+        the height scan.
+    "critic" [N, 12 + 3J + S + 6F] (Go1 72, G1 111 on flat): the same without noise and
+        bias, foot_height F, foot_air_time F, foot_contact F, foot_contact_forces 3F.
 """
 
 from __future__ import annotations
