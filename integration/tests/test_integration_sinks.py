@@ -263,3 +263,11 @@ def test_startup_line_on_a_gpu_from_what_torch_warp_and_the_driver_report(monkey
     assert "NVIDIA driver 535.104.05, CUDA driver" in _startup.startup_line(gpu, env, learner)
     monkeypatch.setattr(_startup, "NVIDIA_VERSION_FILE", tmp_path / "absent")
     assert "(sm_90, 140 GiB), CUDA driver 13.0 |" in _startup.startup_line(gpu, env, learner)
+
+    def broken(name):
+        raise RuntimeError("driver query failed")
+
+    monkeypatch.setattr(wp, "is_mempool_supported", broken)  # a failing query: named, not fatal
+    assert _startup.startup_line(gpu, env, learner).endswith(
+        "| warp mempool unknown (RuntimeError: driver query failed)"
+    )

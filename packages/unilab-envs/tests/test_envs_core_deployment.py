@@ -145,3 +145,17 @@ def test_g1_velocity_flat_has_its_29_joints_and_mjlab_terms():
     assert info["joint_names"] == list(robot.joint_names) and info["action_dim"] == 29
     assert info["joint_stiffness"] == pytest.approx(list(robot.kp))
     assert info["action_bound"] is None and "heading_range" in info
+
+
+def test_an_episode_longer_than_the_int32_step_counter_is_refused_naming_the_fix():
+    fields = dict(
+        name="long", action_dim=1, observation_dims={"policy": 1}, decimation=1,
+        physics_dt=0.01, success_threshold=0.0,
+    )  # fmt: skip
+    assert TaskSpec(**fields, max_episode_steps=2**31 - 1).max_episode_steps == 2**31 - 1
+    # an "infinite" episode such as MJLab's play configs use (1e9 s) would wrap the counter
+    with pytest.raises(ValueError, match=r"max_episode_steps 50000000000 exceeds .*int32"):
+        TaskSpec(**fields, max_episode_steps=50_000_000_000)
+    mjlab_robot("go1")  # skips (or fails under UNILAB_REQUIRE_MJLAB=1) without the MJCF
+    with pytest.raises(ValueError, match="episode_length_s"):
+        make_task("go1-velocity-flat", episode_length_s=1e9)

@@ -26,11 +26,27 @@ NVIDIA_VERSION_FILE = Path("/proc/driver/nvidia/version")  # the kernel driver's
 
 def startup_line(device: torch.device, env: Any, learner: Any) -> str:
     """The startup line of a runner on `device` with `env` and `learner` (no newline in it)."""
-    parts = [_hardware(device), _versions(device), f"env step {env_capture(env)}"]
-    parts += learner_capture(learner)
+    parts = [
+        _part("hardware", _hardware, device),
+        _part("versions", _versions, device),
+        "env step " + _part("capture", env_capture, env),
+    ]
+    try:
+        parts += learner_capture(learner)
+    except Exception as e:  # a report must never stop the run it reports on
+        parts.append(f"learner capture unknown ({type(e).__name__}: {e})")
     if device.type == "cuda":
-        parts.append(_mempool(device))
+        parts.append(_part("warp mempool", _mempool, device))
     return " ".join(("system: " + " | ".join(parts)).split())
+
+
+def _part(name: str, fn: Any, arg: Any) -> str:
+    """`fn(arg)`, or "<name> unknown (<error>)" when a driver or library query fails: the
+    line is informational, and a failed query must not stop the training it describes."""
+    try:
+        return fn(arg)
+    except Exception as e:
+        return f"{name} unknown ({type(e).__name__}: {e})"
 
 
 def env_capture(env: Any) -> str:

@@ -66,6 +66,19 @@ def _positive(instance: Any, attribute: attrs.Attribute, value: int) -> None:
         raise ValueError(f"{attribute.name} must be >= 1, got {value}")
 
 
+INT32_MAX = 2**31 - 1  # the env's per-world step counters are int32
+
+
+def _episode_steps(instance: Any, attribute: attrs.Attribute, value: int) -> None:
+    _positive(instance, attribute, value)
+    if value > INT32_MAX:
+        raise ValueError(
+            f"max_episode_steps {value} exceeds the env's int32 step counter ({INT32_MAX}): "
+            "give a shorter episode (e.g. episode_length_s=1e6 is 5e7 steps at 50 Hz, longer "
+            "than any run), not an infinite one"
+        )
+
+
 @attrs.frozen(kw_only=True)
 class Capacity:
     """MJWarp contact and constraint capacity per world, sized per task.
@@ -116,7 +129,7 @@ class TaskSpec:
     observation_dims: Mapping[str, int] = attrs.field(converter=dict)
     decimation: int = attrs.field(validator=_positive)
     physics_dt: float = attrs.field()
-    max_episode_steps: int = attrs.field(validator=_positive)
+    max_episode_steps: int = attrs.field(validator=_episode_steps)
     success_threshold: float
     log_terms: tuple[str, ...] = attrs.field(default=(), converter=tuple)
     capacity: Capacity = attrs.field(factory=Capacity)
