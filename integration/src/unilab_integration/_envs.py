@@ -30,6 +30,8 @@ BUILTIN_TASK_NAMES: tuple[str, ...] = (
     "humanoid-velocity",
     "go1-velocity-flat",
     "g1-velocity-flat",
+    "go1-velocity-rough",
+    "g1-velocity-rough",
 )
 """The names in `unilab_envs.tasks.BUILTIN_TASKS` (a test keeps them equal), known without
 importing the env stack."""

@@ -126,6 +126,9 @@ _REGISTRY: dict[str, TaskDefaults] = {
     "humanoid-velocity": _velocity,
     "go1-velocity-flat": _go1_velocity_flat,
     "g1-velocity-flat": _g1_velocity_flat,
+    # MJLab's rough tasks share their robot's runner config (rl_cfg.py) with the flat ones
+    "go1-velocity-rough": _go1_velocity_flat,
+    "g1-velocity-rough": _g1_velocity_flat,
 }
 
 

@@ -91,7 +91,7 @@ def _require_tracking(task: Any, name: str) -> None:
         if not callable(getattr(task, attr, None)):
             raise ValueError(
                 f"task '{name}' is not a velocity-tracking task (its task has no `{attr}`); "
-                "the tracking evaluator runs go1-velocity-flat and g1-velocity-flat"
+                "the tracking evaluator runs the {go1,g1}-velocity-{flat,rough} tasks"
             )
 
 

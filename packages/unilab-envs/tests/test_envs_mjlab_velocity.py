@@ -247,6 +247,28 @@ def test_check_vec_env_and_state_dict_round_trip():
     )
 
 
+def test_rough_check_vec_env_and_state_dict_round_trip():
+    """go1-velocity-rough on a 2-row grid: time-outs and out-of-bounds resets move levels; the
+    levels, origins and ground-touch histories survive the state round trip."""
+    import unilab_envs
+
+    mjlab_robot("go1")
+
+    def same_levels(a, b):
+        for name in ("levels", "shared", "origin", "outcomes"):
+            assert np.array_equal(getattr(a.levels, name).numpy(), getattr(b.levels, name).numpy())
+        assert np.array_equal(a.touch_force.numpy(), b.touch_force.numpy())
+
+    terrain = {"num_rows": 2, "border_width": 1.0}
+    _check_vec_env_and_file_round_trip(
+        lambda: unilab_envs.make(
+            "go1-velocity-rough", num_envs=N, seed=5, episode_length_s=0.2, terrain=terrain
+        ),
+        12,
+        same_levels,
+    )
+
+
 # ----------------------------------------------------------------------------- G1
 # g1-velocity-flat (MJLab's Mjlab-Velocity-Flat-Unitree-G1) is configuration on the same
 # task; its term-by-term parity is in test_envs_mjlab_parity.py.

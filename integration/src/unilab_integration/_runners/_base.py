@@ -3,8 +3,10 @@
 A runner lives in one worker process (one rank). Collectives (all through unilab_dist, so the
 accounting sees them) happen at: the state broadcast at start and after a load; inside the
 learner's update (gradient sync, global normalizers and advantages); the curriculum sync
-(`rank0`: one object broadcast, `global`: inside the metrics reduction); and one metrics
-reduction per iteration (`reduce_scalars`, float64). A checkpoint gathers every rank's RNG,
+(`rank0`: one object broadcast, `global`: inside the metrics reduction; a per-world
+curriculum such as terrain levels: `local` none, `global` one all-reduce of its per-slot
+outcome counts, `rank0` one broadcast of rank 0's levels); and one metrics reduction per
+iteration (`reduce_scalars`, float64). A checkpoint gathers every rank's RNG,
 env and curriculum state to rank 0.
 """
 
@@ -135,6 +137,9 @@ class Runner:
         if curriculum is None:
             return
         mode = self.config.runner.curriculum_sync
+        if getattr(curriculum, "per_world", False):
+            self._sync_world_curriculum(curriculum, mode)
+            return
         global_means = curriculum_metrics(global_means, curriculum.metric_keys)
         local_means = curriculum_metrics(local_means, curriculum.metric_keys)
         if mode == "local":
@@ -150,6 +155,23 @@ class Runner:
                 )
             if not self.ctx.is_main:
                 curriculum.load_state_dict(state)
+
+    def _sync_world_curriculum(self, curriculum: Any, mode: str) -> None:
+        """A per-world curriculum (terrain levels) at the iteration boundary: `local` keeps
+        each rank's levels (no collective); `global` sums the per-slot outcome counts over
+        ranks (one all-reduce) and every rank applies the same per-slot rule; `rank0`
+        broadcasts rank 0's levels (one collective). docs/semantics.md, "Terrain levels"."""
+        if mode == "local" or not unilab_dist.is_distributed():  # one rank: MJLab's rule
+            curriculum.clear_outcomes()
+            return
+        with unilab_dist.accounting.phase("curriculum"):
+            if mode == "global":
+                total = unilab_dist.all_reduce(curriculum.outcome_counts(), "sum")
+                curriculum.apply_outcomes(total)
+            else:
+                levels = curriculum.levels_tensor().clone()
+                unilab_dist.broadcast_tensors([levels])
+                curriculum.adopt_levels(levels)
 
     # --- the loop --------------------------------------------------------------------------
     def run(self) -> RunResult:
@@ -268,6 +290,10 @@ class Runner:
         )
         replicas_s = self._check_replicas()
         metrics = self._reduce(learner_metrics, evaluation)
+        # the curriculum sync runs inside `_reduce`: its collectives count in this iteration
+        synced = unilab_dist.accounting.snapshot()
+        if "curriculum" in synced:
+            after = {**after, "curriculum": synced["curriculum"]}
         phases = {
             name: (
                 after[name]["collectives"] - before.get(name, {}).get("collectives", 0),
@@ -324,6 +350,11 @@ class Runner:
         for key in learner_keys:
             payload[f"learner/{key}"] = float(learner_metrics[key])
         curriculum = self.curriculum
+        world_sums = {}
+        if getattr(curriculum, "per_world", False):  # terrain levels: (sum, count) per name
+            for name, (total, count) in curriculum.metric_sums().items():
+                world_sums[name] = (f"curriculum/{name}_sum", f"curriculum/{name}_count")
+                payload[world_sums[name][0]], payload[world_sums[name][1]] = total, count
         if curriculum is not None:  # the level this iteration's episodes were collected under
             payload["curriculum/level"] = float(curriculum.level)
         with unilab_dist.accounting.phase("log"):
@@ -335,6 +366,8 @@ class Runner:
             metrics[_learner_key(key)] = summed[f"learner/{key}"] / w
         if curriculum is not None:  # mean over ranks (they differ only with curriculum_sync=local)
             metrics["curriculum/level"] = summed["curriculum/level"] / w
+        for name, (total, count) in world_sums.items():  # count-weighted over ranks
+            metrics[f"curriculum/{name}"] = summed[total] / max(summed[count], 1.0)
         if evaluation is not None:
             metrics.update(eval_means({k: summed[k] for k in evaluation}))
             metrics["perf/eval_s"] = summed["perf/eval_s"] / w  # mean over ranks
@@ -354,7 +387,9 @@ class Runner:
         local = {
             "rng": capture_rng(self.device),
             "env_state": env_state,
-            "obs": self.obs.to("cpu"),
+            # a clone: the step's outputs are views of one byte buffer, whose size need not be
+            # a multiple of 4, and torch.save of such a float view writes an unreadable file
+            "obs": self.obs.to("cpu").clone(),
             "curriculum": curriculum.state_dict() if curriculum is not None else None,
             "learner": _to_cpu(self.learner_state()),
         }
@@ -424,7 +459,12 @@ class Runner:
         )
         self.budget = self.plan.iterations
         curriculum = self.curriculum
-        if curriculum is not None and ckpt["curriculum"][src] is not None:
+        per_world = getattr(curriculum, "per_world", False)
+        if per_world and not same:
+            # re-split by slot: this rank takes saved rank (rank mod saved world size)'s levels
+            curriculum.load_rank_states(ckpt["curriculum"], rank)
+            self.obs = self.env.reset().select("obs")  # spawn every world on its tile
+        elif curriculum is not None and ckpt["curriculum"][src] is not None:
             curriculum.load_state_dict(ckpt["curriculum"][src])
         env_ok = False
         if same:

@@ -176,6 +176,7 @@ class VecEnv:
             action=wp.zeros((n, a), dtype=float, device=dev),
             last_action=wp.zeros((n, a), dtype=float, device=dev),
             curriculum_level=wp.zeros(1, dtype=float, device=dev),
+            time_out=wp.zeros(n, dtype=wp.bool, device=dev),
             spec=spec,
         )
         nlog = len(spec.log_terms)
@@ -264,6 +265,7 @@ class VecEnv:
             inputs=[
                 self._reward,
                 self._terminated,
+                ctx.time_out,
                 self._log,
                 len(spec.log_terms),
                 spec.max_episode_steps,

@@ -11,6 +11,7 @@ from unilab_envs._core.reset import ResetArrays, reset_world
 def episode_bookkeeping(
     reward: wp.array(dtype=float),
     terminated: wp.array(dtype=wp.bool),
+    time_out: wp.array(dtype=wp.bool),
     log: wp.array2d(dtype=float),
     nlog: int,
     max_steps: int,
@@ -30,13 +31,14 @@ def episode_bookkeeping(
     reset_physics: int,
     physics: ResetArrays,
 ):
-    # Time limit only where the state is not terminal: a terminal state is never bootstrapped.
+    # Time limit (or the task's own time-out) only where the state is not terminal: a
+    # terminal state is never bootstrapped.
     w = wp.tid()
     # MJWarp's overflow bits of this step's physics, accumulated for the periodic check (read
     # before the reset below zeroes them).
     overflow_seen[w] = overflow_seen[w] | overflow[w]
     length = episode_length[w]
-    trunc = (length >= max_steps) and (not terminated[w])
+    trunc = (length >= max_steps or time_out[w]) and (not terminated[w])
     d = terminated[w] or trunc
     truncated[w] = trunc
     done[w] = d

@@ -178,6 +178,10 @@ class TaskContext:
             compute action-rate penalties from `action - last_action`).
         curriculum_level: wp.array(dtype=float32) [1]; the task curriculum's progress in
             [0, 1] (0 without a curriculum), written by the env between steps.
+        time_out: wp.array(dtype=bool) [N]; a task that ends episodes as time-outs for its
+            own reasons (MJLab's `out_of_terrain_bounds`) writes it in `evaluate` for every
+            world; the env truncates where it is True and the state is not terminal, as at
+            the time limit. Tasks that never write it leave it False.
         spec: the task's `TaskSpec`.
     """
 
@@ -192,6 +196,7 @@ class TaskContext:
     action: wp.array
     last_action: wp.array
     curriculum_level: wp.array
+    time_out: wp.array
     spec: TaskSpec
 
 

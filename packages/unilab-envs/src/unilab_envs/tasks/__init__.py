@@ -15,6 +15,8 @@ BUILTIN_TASKS: dict[str, str] = {
     "humanoid-velocity": "unilab_envs.tasks.velocity:make_humanoid_velocity",
     "go1-velocity-flat": "unilab_envs.tasks.mjlab_velocity:make_go1_velocity_flat",
     "g1-velocity-flat": "unilab_envs.tasks.mjlab_velocity:make_g1_velocity_flat",
+    "go1-velocity-rough": "unilab_envs.tasks.mjlab_velocity:make_go1_velocity_rough",
+    "g1-velocity-rough": "unilab_envs.tasks.mjlab_velocity:make_g1_velocity_rough",
 }
 
 __all__ = ["BUILTIN_TASKS"]

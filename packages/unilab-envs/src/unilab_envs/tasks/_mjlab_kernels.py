@@ -25,7 +25,8 @@ STREAM_OBS_NOISE = 113
 STREAM_STARTUP = 114
 
 # MJLab's reward terms of the velocity tasks, in its order (velocity_env_cfg.py, then the
-# robot's additions; `air_time` has weight 0 for both robots and is not implemented). A task
+# robot's additions; `air_time` has weight 0 for both robots and is not implemented; the
+# last two are Go1 rough's terrain-touch penalties). A task
 # logs the terms with a non-zero weight (MJLab skips zero-weight terms), in this order:
 # `Params.log_row[i]` is term i's row of `log`, or -1.
 TERMS = (
@@ -42,6 +43,8 @@ TERMS = (
     "foot_slip",
     "soft_landing",
     "self_collisions",
+    "shank_collision",
+    "trunk_head_collision",
 )
 NUM_TERMS = len(TERMS)
 vec_terms = wp.types.vector(NUM_TERMS, float)
@@ -115,6 +118,24 @@ class Params:
     angmom_adr: int
     self_force_adr: int
     self_force_threshold: float  # N
+    # rough terrain (all 0 / off on flat)
+    nscan: int  # terrain_scan rays in the observations (0: none)
+    scan_scale: float  # 1 / terrain_scan max_distance
+    scan_max: float  # terrain_scan max_distance (m)
+    noise_height_scan: float
+    foot_rays: int  # 1: foot heights come from the foot ray scan (else clamp(site z, 0, max))
+    upright_normal: int  # 1: upright against the terrain_scan plane fit (Go1 rough)
+    oob: int  # 1: out_of_terrain_bounds time-out
+    oob_x: float  # |x| limit (m)
+    oob_y: float
+    fell_over: int  # 1: bad_orientation terminates
+    # ground-touch sensors (force history [N, G, H]): shank [0, touch_a), trunk/head
+    # [touch_a, touch_b), thigh [touch_b, touch_c) (illegal_contact)
+    touch_a: int
+    touch_b: int
+    touch_c: int
+    touch_threshold: float  # N, self_collision_cost's force_threshold
+    illegal_threshold: float  # N, illegal_contact's force_threshold
 
 
 @wp.func
@@ -166,12 +187,15 @@ def track_contacts(
     p: Params,
     sensordata: wp.array2d(dtype=float),
     found_adr: wp.array(dtype=wp.int32),
+    touch_adr: wp.array(dtype=wp.int32),
     air: wp.array2d(dtype=float),
     contact: wp.array2d(dtype=float),
     self_force: wp.array2d(dtype=float),
+    touch: wp.array3d(dtype=float),
 ):
     # Once per physics substep: ContactSensor._update_air_time_tracking of the feet, and the
-    # self-collision sensor's force history (`_update_history`, newest first; kept as |f|).
+    # force histories (`_update_history`, newest first; kept as |f|) of the self-collision
+    # sensor and of the ground-touch sensors (one per geom).
     w = wp.tid()
     for f in range(p.nfoot):
         if sensordata[w, found_adr[f]] > 0.0:
@@ -187,6 +211,85 @@ def track_contacts(
         a = p.self_force_adr
         fv = wp.vec3(sensordata[w, a], sensordata[w, a + 1], sensordata[w, a + 2])
         self_force[w, 0] = wp.length(fv)
+    th = touch.shape[2]
+    for g in range(touch_adr.shape[0]):
+        for i in range(th - 1):
+            touch[w, g, th - 1 - i] = touch[w, g, th - 2 - i]
+        a = touch_adr[g]
+        fv = wp.vec3(sensordata[w, a], sensordata[w, a + 1], sensordata[w, a + 2])
+        touch[w, g, 0] = wp.length(fv)
+
+
+@wp.func
+def touch_hits(touch: wp.array3d(dtype=float), w: int, g0: int, g1: int, threshold: float) -> float:
+    # self_collision_cost with a force history: substeps in which any geom of [g0, g1) has a
+    # contact force above `threshold`.
+    hits = float(0.0)  # noqa: UP018
+    for i in range(touch.shape[2]):
+        hit = int(0)  # noqa: UP018, RUF046 (warp: a mutable variable)
+        for g in range(g0, g1):
+            if touch[w, g, i] > threshold:
+                hit = 1
+        hits += float(hit)
+    return hits
+
+
+@wp.func
+def terrain_normal(
+    w: int,
+    pnt: wp.array2d(dtype=wp.vec3),
+    vec: wp.array2d(dtype=wp.vec3),
+    dist: wp.array2d(dtype=float),
+    idx: wp.array(dtype=wp.int32),
+    max_distance: float,
+) -> wp.vec3:
+    # MJLab's terrain_normal_from_sensors + fit_terrain_normal: the plane through the hits of
+    # the subsampled rays `idx` (the smallest-eigenvalue eigenvector of their covariance, up),
+    # or (0, 0, 1) with fewer than 3 hits or a degenerate (line- or point-like) cloud.
+    n = int(0)  # noqa: UP018, RUF046 (warp: a mutable variable)
+    c = wp.vec3()
+    for k in range(idx.shape[0]):
+        i = idx[k]
+        dd = dist[w, i]
+        if dd >= 0.0 and dd <= max_distance:
+            c += pnt[w, i] + vec[w, i] * dd
+            n += 1
+    up = wp.vec3(0.0, 0.0, 1.0)
+    if n < 3:
+        return up
+    c = c / float(n)
+    cov = wp.mat33()
+    for k in range(idx.shape[0]):
+        i = idx[k]
+        dd = dist[w, i]
+        if dd >= 0.0 and dd <= max_distance:
+            e = pnt[w, i] + vec[w, i] * dd - c
+            cov += wp.outer(e, e)
+    q = wp.mat33()
+    ev = wp.vec3()
+    wp.eig3(cov, q, ev)
+    # sort the eigenvalues: e0 <= e1 <= e2, normal = eigenvector of e0 (a column of q)
+    i0 = int(0)  # noqa: UP018, RUF046 (warp: a mutable variable)
+    if ev[1] < ev[i0]:
+        i0 = 1
+    if ev[2] < ev[i0]:
+        i0 = 2
+    i2 = (i0 + 1) % 3
+    j = (i0 + 2) % 3
+    if ev[j] > ev[i2]:
+        i2 = j
+    i1 = 3 - i0 - i2
+    e0, e1, e2 = ev[i0], ev[i1], ev[i2]
+    nrm = wp.vec3(q[0, i0], q[1, i0], q[2, i0])
+    nrm = nrm / wp.max(wp.length(nrm), 1.0e-8)
+    if nrm[2] < 0.0:
+        nrm = -nrm
+    eps = 1.1920929e-07
+    plane_like = e0 / wp.max(e1, eps) < 0.1
+    spread = e1 > wp.max(e2, eps) * 1.0e-6
+    if plane_like and spread and wp.isfinite(nrm[0] + nrm[1] + nrm[2]):
+        return nrm
+    return up
 
 
 @wp.kernel
@@ -221,9 +324,15 @@ def evaluate(
     contact_time: wp.array2d(dtype=float),
     foot_height: wp.array2d(dtype=float),
     self_force: wp.array2d(dtype=float),
+    touch: wp.array3d(dtype=float),
+    scan_pnt: wp.array2d(dtype=wp.vec3),
+    scan_vec: wp.array2d(dtype=wp.vec3),
+    scan_dist: wp.array2d(dtype=float),
+    normal_idx: wp.array(dtype=wp.int32),
     peak: wp.array2d(dtype=float),
     reward: wp.array(dtype=float),
     terminated: wp.array(dtype=wp.bool),
+    time_out: wp.array(dtype=wp.bool),
     log: wp.array2d(dtype=float),
 ):
     w = wp.tid()
@@ -242,6 +351,9 @@ def evaluate(
     ang_err = (c[2] - om[2]) * (c[2] - om[2]) + om[0] * om[0] + om[1] * om[1]
     t[1] = wp.exp(-ang_err * p.inv_var_ang)
     gu = wp.transpose(xmat[w, p.upright_body]) @ wp.vec3(0.0, 0.0, -1.0)
+    if p.upright_normal != 0:  # tilt against the terrain plane under the base (rough Go1)
+        nrm = terrain_normal(w, scan_pnt, scan_vec, scan_dist, normal_idx, p.scan_max)
+        gu = wp.transpose(xmat[w, p.upright_body]) @ nrm
     t[2] = wp.exp(-(gu[0] * gu[0] + gu[1] * gu[1]) * p.inv_var_upright)
 
     posture = float(0.0)  # noqa: UP018 (warp: mutable loop variable)
@@ -302,6 +414,8 @@ def evaluate(
         if self_force[w, i] > p.self_force_threshold:
             hits += 1.0
     t[12] = hits  # self_collision_cost: substeps of the history with a force above threshold
+    t[13] = touch_hits(touch, w, 0, p.touch_a, p.touch_threshold)
+    t[14] = touch_hits(touch, w, p.touch_a, p.touch_b, p.touch_threshold)
 
     total = float(0.0)  # noqa: UP018
     for i in range(NUM_TERMS):
@@ -313,7 +427,15 @@ def evaluate(
             log[row, w] = x
             total += x
     reward[w] = total
-    terminated[w] = -g[2] < p.cos_limit_angle
+    term = False
+    if p.fell_over != 0:
+        term = -g[2] < p.cos_limit_angle
+    if p.touch_c > p.touch_b:  # illegal_contact: any thigh force above threshold, any substep
+        term = term or touch_hits(touch, w, p.touch_b, p.touch_c, p.illegal_threshold) > 0.0
+    terminated[w] = term
+    if p.oob != 0:  # out_of_terrain_bounds (a time-out: the env truncates)
+        pb = xpos[w, rb]
+        time_out[w] = wp.abs(pb[0]) > p.oob_x or wp.abs(pb[1]) > p.oob_y
 
 
 @wp.kernel
@@ -337,12 +459,14 @@ def observe(
     found_adr: wp.array(dtype=wp.int32),
     force_adr: wp.array(dtype=wp.int32),
     air: wp.array2d(dtype=float),
+    scan: wp.array2d(dtype=float),
     foot_height: wp.array2d(dtype=float),
     actor: wp.array2d(dtype=float),
     critic: wp.array2d(dtype=float),
 ):
     # actor  [base_lin_vel 3, base_ang_vel 3, projected_gravity 3, joint_pos (biased) J,
-    #         joint_vel J, actions J, command 3]                          (noise on all but the last two)
+    #         joint_vel J, actions J, command 3, height_scan S (rough: (h + noise) / max_d)]
+    #                                       (noise on all but actions and command)
     # critic [the same, joint_pos unbiased, no noise; foot_height F, foot_air_time F,
     #         foot_contact F, foot_contact_forces 3F (sign(f) log1p|f|)]
     # One thread per (world, actor column); column 0 also writes the critic's foot terms.
@@ -351,6 +475,7 @@ def observe(
     value = float(0.0)  # noqa: UP018
     unbiased = float(0.0)  # noqa: UP018
     noise = float(0.0)  # noqa: UP018
+    scale = float(1.0)  # noqa: UP018
     if k < 3:
         value = sensordata[w, p.imu_vel + k]
         noise = p.noise_lin_vel
@@ -371,19 +496,25 @@ def observe(
         noise = p.noise_joint_vel
     elif k < 9 + 3 * nj:
         value = wp.where(episode_length[w] == 0, 0.0, action[w, k - 9 - 2 * nj])
-    else:
+    elif k < 12 + 3 * nj:
         value = cmd[w][k - 9 - 3 * nj]
-    critic[w, k] = wp.where(k >= 9 and k < 9 + nj, unbiased, value)
+    else:
+        value = scan[w, k - 12 - 3 * nj]
+        noise = p.noise_height_scan
+        scale = p.scan_scale
+    critic[w, k] = wp.where(k >= 9 and k < 9 + nj, unbiased, value) * scale
     if p.noise != 0 and noise > 0.0:
-        state = world_rng(seed, counter[0], w * (12 + 3 * nj) + k, STREAM_OBS_NOISE)
+        state = world_rng(seed, counter[0], w * actor.shape[1] + k, STREAM_OBS_NOISE)
         value = value + wp.randf(state, -noise, noise)
-    actor[w, k] = value
+    actor[w, k] = value * scale
     if k == 0:
-        base = 12 + 3 * nj
+        base = 12 + 3 * nj + p.nscan
         nf = p.nfoot
         for f in range(nf):
-            h = wp.clamp(site_xpos[w, foot_site[f]][2], 0.0, p.height_max)
-            foot_height[w, f] = h
+            h = foot_height[w, f]  # rough: the foot ray scan's clearance, cast before this
+            if p.foot_rays == 0:  # a plane at z = 0: the clearance is the site height
+                h = wp.clamp(site_xpos[w, foot_site[f]][2], 0.0, p.height_max)
+                foot_height[w, f] = h
             critic[w, base + f] = h
             critic[w, base + nf + f] = air[w, f]
             critic[w, base + 2 * nf + f] = wp.where(sensordata[w, found_adr[f]] > 0.0, 1.0, 0.0)
@@ -443,12 +574,14 @@ def reset_and_command(
     xmat: wp.array2d(dtype=wp.mat33),
     cvel: wp.array2d(dtype=wp.spatial_vector),
     subtree_com: wp.array2d(dtype=wp.vec3),
+    origin: wp.array(dtype=wp.vec3),
     qpos: wp.array2d(dtype=float),
     qvel: wp.array2d(dtype=float),
     push_time: wp.array(dtype=float),
     air: wp.array2d(dtype=float),
     contact: wp.array2d(dtype=float),
     self_force: wp.array2d(dtype=float),
+    touch: wp.array3d(dtype=float),
     cmd: wp.array(dtype=wp.vec3),
     heading_target: wp.array(dtype=float),
     flags: wp.array(dtype=wp.int32),
@@ -468,9 +601,12 @@ def reset_and_command(
         dt = 0.0
         state = world_rng(seed, n, w, STREAM_RESET)
         yaw = wp.randf(state, p.pose_yaw[0], p.pose_yaw[1])
-        qpos[w, qb + 0] = wp.randf(state, p.pose_x[0], p.pose_x[1])
-        qpos[w, qb + 1] = wp.randf(state, p.pose_y[0], p.pose_y[1])
-        qpos[w, qb + 2] = p.init_z + wp.randf(state, p.pose_z[0], p.pose_z[1])
+        o = wp.vec3()  # the world's terrain origin (rough; flat: 0)
+        if origin.shape[0] > 0:
+            o = origin[w]
+        qpos[w, qb + 0] = o[0] + wp.randf(state, p.pose_x[0], p.pose_x[1])
+        qpos[w, qb + 1] = o[1] + wp.randf(state, p.pose_y[0], p.pose_y[1])
+        qpos[w, qb + 2] = o[2] + p.init_z + wp.randf(state, p.pose_z[0], p.pose_z[1])
         qpos[w, qb + 3] = wp.cos(0.5 * yaw)
         qpos[w, qb + 4] = 0.0
         qpos[w, qb + 5] = 0.0
@@ -484,6 +620,9 @@ def reset_and_command(
             contact[w, f] = 0.0
         for i in range(self_force.shape[1]):
             self_force[w, i] = 0.0  # ContactSensor.reset clears the history
+        for g in range(touch.shape[1]):
+            for i in range(touch.shape[2]):
+                touch[w, g, i] = 0.0
         push_time[w] = wp.randf(state, p.push_lo, p.push_hi)
         draw_command(w, seed, n, p, r, cmd, heading_target, flags, time_left)
     else:

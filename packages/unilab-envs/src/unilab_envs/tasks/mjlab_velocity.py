@@ -1,21 +1,24 @@
-"""MJLab 1.6.0's velocity tasks on UniLab's env layer: `go1-velocity-flat`, `g1-velocity-flat`.
+"""MJLab 1.6.0's velocity tasks on UniLab's env layer: `{go1,g1}-velocity-{flat,rough}`.
 
-`go1-velocity-flat` is `Mjlab-Velocity-Flat-Unitree-Go1` and `g1-velocity-flat`
-`Mjlab-Velocity-Flat-Unitree-G1` (mjlab/tasks/velocity/velocity_env_cfg.py +
-config/{go1,g1}/env_cfgs.py): the same observation terms in the same order, the same command,
-rewards (weight x value x step_dt), termination, events and command curriculum; one task class,
-the robots differ only in `MjlabVelocityConfig`. The term-by-term table, with every difference
-and its reason, is docs/envs-mjlab.md; the kernels are in `tasks/_mjlab_kernels.py`.
+`go1-velocity-flat` is `Mjlab-Velocity-Flat-Unitree-Go1`, `g1-velocity-flat`
+`Mjlab-Velocity-Flat-Unitree-G1`, and `*-velocity-rough` their `Mjlab-Velocity-Rough-*`
+(mjlab/tasks/velocity/velocity_env_cfg.py + config/{go1,g1}/env_cfgs.py): the same observation
+terms in the same order, the same command, rewards (weight x value x step_dt), terminations,
+events and curricula; one task class, the robots and terrains differ only in
+`MjlabVelocityConfig` (rough: `terrain` set, with MJLab's terrain grid, height scans, terrain
+levels and out-of-bounds time-out). The term-by-term table, with every difference and its
+reason, is docs/envs-mjlab.md; the kernels are in `tasks/_mjlab_kernels.py`.
 
 Action: float32 [N, J] (Go1 12, G1 29 joints), unbounded (`action_bound=None`, as MJLab's):
 joint target = default pose + scale * action - encoder bias.
-Observations (float32; F feet: Go1 4, G1 2):
-    "policy" [N, 12 + 3J] (Go1 48, G1 99): base_lin_vel 3 (IMU velocimeter), base_ang_vel 3
-        (IMU gyro), projected_gravity 3, joint_pos J (minus default, with the encoder bias),
-        joint_vel J, actions J, command 3; uniform noise +-0.5, 0.2, 0.05, 0.01, 1.5 on the
-        first five.
-    "critic" [N, 12 + 3J + 6F] (Go1 72, G1 111): the same without noise and bias, foot_height
-        F, foot_air_time F, foot_contact F, foot_contact_forces 3F.
+Observations (float32; F feet: Go1 4, G1 2; S height-scan rays: 0 flat, 187 rough):
+    "policy" [N, 12 + 3J + S] (Go1 48, G1 99 on flat): base_lin_vel 3 (IMU velocimeter),
+        base_ang_vel 3 (IMU gyro), projected_gravity 3, joint_pos J (minus default, with the
+        encoder bias), joint_vel J, actions J, command 3, rough: height_scan S ((base z - hit
+        z) / 5 m); uniform noise +-0.5, 0.2, 0.05, 0.01, 1.5 on the first five, +-0.1 m on
+        the height scan.
+    "critic" [N, 12 + 3J + S + 6F] (Go1 72, G1 111 on flat): the same without noise and
+        bias, foot_height F, foot_air_time F, foot_contact F, foot_contact_forces 3F.
 """
 
 from __future__ import annotations
@@ -36,13 +39,25 @@ from unilab_envs.tasks import _mjlab_kernels as K
 from unilab_envs.tasks import robots
 from unilab_envs.tasks.robots import RobotConfig
 from unilab_envs.tasks.velocity import COMMAND_NAMES, joint_position_info, named_ids, robot_spec
+from unilab_envs.terrain import (
+    GridPattern,
+    HeightScan,
+    RingPattern,
+    TerrainConfig,
+    TerrainLevels,
+    add_terrain,
+)
 
 __all__ = [
     "MjlabVelocityConfig",
     "MjlabVelocityTask",
     "g1_flat_config",
+    "g1_rough_config",
+    "go1_rough_config",
     "make_g1_velocity_flat",
+    "make_g1_velocity_rough",
     "make_go1_velocity_flat",
+    "make_go1_velocity_rough",
 ]
 
 # Task-owned per-world state `load_state` accepts (attributes of `MjlabVelocityTask`).
@@ -58,6 +73,7 @@ _TASK_STATE = (
     "foot_height",
     "peak_height",
     "self_collision_force",
+    "touch_force",
 )
 
 # Model fields MJWarp's `set_const` recomputes per world after the COM draw (MJLab's
@@ -66,6 +82,35 @@ _SET_CONST_FIELDS = ("body_subtreemass", "body_invweight0", "dof_invweight0", "a
 
 _pair = attrs.converters.pipe(tuple, lambda v: tuple(float(x) for x in v))
 _CONTACT_OBJ = {"geom": mujoco.mjtObj.mjOBJ_GEOM, "subtree": mujoco.mjtObj.mjOBJ_XBODY}
+_GEOM, _BODY = mujoco.mjtObj.mjOBJ_GEOM, mujoco.mjtObj.mjOBJ_BODY
+_FIELD_BIT = {"found": 0, "force": 1}
+_REDUCE = {"none": 0, "netforce": 3}
+
+
+def _contact_sensor(spec: mujoco.MjSpec, name: str, field: str, obj, ref, reduce: str) -> None:
+    """A MuJoCo contact sensor as MJLab's ContactSensor makes it: one `field` ("found" or
+    "force") of the contacts between `obj` and `ref` ((mjtObj, name) each), reduced by
+    `reduce` ("none": the first matching contact, "netforce"), one slot."""
+    spec.add_sensor(
+        name=name,
+        type=mujoco.mjtSensor.mjSENS_CONTACT,
+        objtype=obj[0],
+        objname=obj[1],
+        reftype=ref[0],
+        refname=ref[1],
+        intprm=[1 << _FIELD_BIT[field], _REDUCE[reduce], 1],
+    )
+
+
+def _terrain_config(value: Any) -> TerrainConfig | None:
+    if value is None or isinstance(value, TerrainConfig):
+        return value
+    if not isinstance(value, Mapping):
+        raise TypeError(
+            f"terrain must be a TerrainConfig, a mapping of its fields or None, not {value!r}"
+        )
+    fields = {k: tuple(v) if isinstance(v, list) else v for k, v in value.items()}
+    return attrs.evolve(TerrainConfig(), **fields)
 
 
 def _stages(value) -> tuple[tuple[int, tuple[float, float], tuple[float, float]], ...]:
@@ -186,6 +231,43 @@ class MjlabVelocityConfig:
     noise_gravity: float = 0.05
     noise_joint_pos: float = 0.01
     noise_joint_vel: float = 1.5
+    # ---- rough terrain (MJLab's rough tasks; None: flat, a plane at z = 0) ----
+    # (a mapping of TerrainConfig's fields, e.g. from a JSON config, is converted)
+    terrain: TerrainConfig | None = attrs.field(default=None, converter=_terrain_config)
+    # curriculum: initial levels uniform in [0, max_init_terrain_level] (None: every row)
+    max_init_terrain_level: int | None = 5
+    # terrain_scan: rays under `terrain_scan_body` (policy and critic `height_scan`:
+    # (body z - hit z) / max_distance, actor noise +-noise_height_scan before the scale)
+    terrain_scan_body: str = "trunk"
+    terrain_scan: GridPattern = attrs.field(factory=GridPattern)
+    noise_height_scan: float = 0.1
+    # foot_height_scan: rays around each foot site (None on flat: clamp(site z, 0, max))
+    foot_scan: RingPattern | None = None
+    # upright against the plane fitted to terrain_scan's hits (Go1 rough)
+    upright_terrain_normal: bool = False
+    terrain_normal_points: int = 32
+    out_of_bounds_margin: float = 0.3
+    fell_over: bool = True  # bad_orientation terminates (Go1 rough: off)
+    # ground-touch sensors (each geom against the terrain body, force history of
+    # `self_collision_history` substeps): shank_collision, trunk_head_collision penalties
+    # (self_collision_cost, `touch_force_threshold`) and the illegal_contact termination
+    shank_geoms: tuple[str, ...] = ()
+    w_shank_collision: float = 0.0
+    trunk_head_geoms: tuple[str, ...] = ()
+    w_trunk_head_collision: float = 0.0
+    illegal_contact_geoms: tuple[str, ...] = ()
+    touch_force_threshold: float = 10.0
+    illegal_contact_threshold: float = 10.0
+    # simulation overrides of the robot's (None: keep): MJLab's rough ccd_iterations,
+    # nconmax, njmax
+    ccd_iterations: int | None = None
+    nconmax: int | None = None
+    njmax: int | None = None
+
+    @property
+    def num_scan(self) -> int:
+        """Height-scan rays in the observations (0 on flat)."""
+        return 0 if self.terrain is None else len(self.terrain_scan.offsets())
 
     @property
     def weights(self) -> tuple[float, ...]:
@@ -211,11 +293,25 @@ class MjlabVelocityTask(Task):
 
     def __init__(self, robot: RobotConfig, config: MjlabVelocityConfig, name: str) -> None:
         self.robot, self.config = robot, config
-        j, f = robot.num_joints, len(config.foot_contacts)
+        j, f, n_scan = robot.num_joints, len(config.foot_contacts), config.num_scan
+        self.layout = None
+        self.levels: TerrainLevels | None = None
+        if config.terrain is not None:
+            # the grid (host numpy, ~0.02 s): the curriculum needs it before `build_model`
+            self.layout = add_terrain(mujoco.MjSpec(), config.terrain)
+            self.levels = TerrainLevels(
+                self.layout,
+                max_init_level=config.max_init_terrain_level,
+                episode_length_s=config.episode_length_s,
+                seed=config.terrain.seed,
+            )
         self.spec = TaskSpec(
             name=name,
             action_dim=j,
-            observation_dims={"policy": 12 + 3 * j, "critic": 12 + 3 * j + 6 * f},
+            observation_dims={
+                "policy": 12 + 3 * j + n_scan,
+                "critic": 12 + 3 * j + n_scan + 6 * f,
+            },
             decimation=config.decimation,
             physics_dt=config.physics_dt,
             max_episode_steps=config.max_episode_steps,
@@ -223,7 +319,9 @@ class MjlabVelocityTask(Task):
             * (config.w_track_linear_velocity + config.w_track_angular_velocity)
             * config.episode_length_s,
             log_terms=config.log_terms,
-            capacity=Capacity(nconmax=robot.nconmax, njmax=robot.njmax),
+            capacity=Capacity(
+                nconmax=config.nconmax or robot.nconmax, njmax=config.njmax or robot.njmax
+            ),
             forward_after_reset=True,
             action_bound=None,
             # geom_friction, body_ipos: the startup draws; the rest is what MJWarp's
@@ -255,39 +353,54 @@ class MjlabVelocityTask(Task):
             "ang_vel": critic[:, 3:6],
         }
 
+    def curriculum(self) -> TerrainLevels | None:
+        """Rough tasks: MJLab's `terrain_levels_vel`, per world (`TerrainLevels`)."""
+        return self.levels
+
     # ------------------------------------------------------------------ host side
     def build_model(self) -> mujoco.MjModel:
-        spec, c = robot_spec(self.robot), self.config
+        c = self.config
+        spec = robot_spec(self.robot, floor=c.terrain is None)
+        ground = "world"
+        if c.terrain is not None:
+            # The view (renderer, viewer) scales with the robot, not the 100 m grid: MuJoCo's
+            # statistic `extent` only sizes cameras and decorations.
+            robot_extent = robot_spec(self.robot, floor=False).compile().stat.extent
+            add_terrain(spec, c.terrain)  # the same grid as `self.layout` (deterministic)
+            spec.stat.extent = float(robot_extent)
+            # MJLab's terrain entity lights the scene with a directional "sun"
+            spec.worldbody.add_light(
+                name="sun", pos=[0.0, 0.0, 1.5], type=mujoco.mjtLightType.mjLIGHT_DIRECTIONAL
+            )
+            ground = "terrain"
+        if c.ccd_iterations is not None:
+            spec.option.ccd_iterations = c.ccd_iterations
+        obj, body, geom = _CONTACT_OBJ[c.foot_contact_mode], _CONTACT_OBJ["subtree"], _GEOM
         for primary in c.foot_contacts:
-            for field, bit in (("found", 0), ("force", 1)):
+            for field in ("found", "force"):
                 # MJLab's ContactSensor: one sensor per (foot, field), secondary the ground,
-                # reduce "netforce" (3), one slot.
-                spec.add_sensor(
-                    name=f"feet_ground_contact_{primary}_{field}",
-                    type=mujoco.mjtSensor.mjSENS_CONTACT,
-                    objtype=_CONTACT_OBJ[c.foot_contact_mode],
-                    objname=primary,
-                    reftype=mujoco.mjtObj.mjOBJ_BODY,
-                    refname="world",
-                    intprm=[1 << bit, 3, 1],
-                )
+                # reduce "netforce", one slot.
+                name = f"feet_ground_contact_{primary}_{field}"
+                _contact_sensor(spec, name, field, (obj, primary), (_BODY, ground), "netforce")
         if c.self_collision_subtree is not None:
-            body = c.self_collision_subtree
-            for field, bit in (("found", 0), ("force", 1)):
-                # MJLab's self_collision sensor: the subtree against itself, reduce "none"
-                # (0), one slot (the first matching contact).
-                spec.add_sensor(
-                    name=f"self_collision_{body}_{field}",
-                    type=mujoco.mjtSensor.mjSENS_CONTACT,
-                    objtype=mujoco.mjtObj.mjOBJ_XBODY,
-                    objname=body,
-                    reftype=mujoco.mjtObj.mjOBJ_XBODY,
-                    refname=body,
-                    intprm=[1 << bit, 0, 1],
-                )
+            sub = c.self_collision_subtree
+            for field in ("found", "force"):
+                # MJLab's self_collision sensor: the subtree against itself, reduce "none",
+                # one slot (the first matching contact).
+                name = f"self_collision_{sub}_{field}"
+                _contact_sensor(spec, name, field, (body, sub), (body, sub), "none")
+        for g in self._touch_geoms():
+            # MJLab's {shank,trunk,thigh}_ground_touch: each geom against the terrain body,
+            # field "force", reduce "none", one slot.
+            name = f"ground_touch_{g}_force"
+            _contact_sensor(spec, name, "force", (geom, g), (_BODY, ground), "none")
         mjm = spec.compile()
         self._index(mjm)
         return mjm
+
+    def _touch_geoms(self) -> tuple[str, ...]:
+        c = self.config
+        return (*c.shank_geoms, *c.trunk_head_geoms, *c.illegal_contact_geoms)
 
     def _index(self, mjm: mujoco.MjModel) -> None:
         r, c, path = self.robot, self.config, self.robot.mjcf
@@ -348,10 +461,21 @@ class MjlabVelocityTask(Task):
             "force_adr": np.asarray(
                 [sensor(f"feet_ground_contact_{g}_force") for g in c.foot_contacts], i32
             ),
+            "touch_adr": np.asarray(
+                [sensor(f"ground_touch_{g}_force") for g in self._touch_geoms()], i32
+            ),
             "stage_step": np.asarray([s for s, _, _ in c.command_stages], i32),
             "stage": np.asarray([(*x, *z) for _, x, z in c.command_stages], f32),
         }
         self._ipos0 = mjm.body_ipos[self._com_body].astype(f32)
+        if c.terrain is not None:
+            self._scan_body = named_ids(
+                mjm, mujoco.mjtObj.mjOBJ_BODY, [c.terrain_scan_body], "bodies", path
+            )[0]
+            n = c.num_scan
+            # MJLab's terrain_normal_from_sensors: linspace(0, n - 1, points).long()
+            idx = np.linspace(0, n - 1, min(c.terrain_normal_points, n)).astype(np.int64)
+            self._host["normal_idx"] = idx.astype(i32)
 
     def params(self) -> K.Params:
         c, r = self.config, self.robot
@@ -406,6 +530,25 @@ class MjlabVelocityTask(Task):
         p.imu_gyro, p.imu_vel = self._imu
         p.angmom_adr, p.self_force_adr = self._angmom, self._self_force
         p.self_force_threshold = c.self_collision_threshold
+        rough = c.terrain is not None
+        p.nscan = c.num_scan
+        p.scan_max = c.terrain_scan.max_distance
+        p.scan_scale = 1.0 / c.terrain_scan.max_distance
+        p.noise_height_scan = c.noise_height_scan
+        p.foot_rays = int(rough and c.foot_scan is not None)
+        p.upright_normal = int(rough and c.upright_terrain_normal)
+        p.oob = int(rough)
+        if rough:
+            ex, ey = self.layout.extent
+            border = c.terrain.border_width
+            p.oob_x = max(0.0, ex + border - c.out_of_bounds_margin)
+            p.oob_y = max(0.0, ey + border - c.out_of_bounds_margin)
+        p.fell_over = int(c.fell_over)
+        p.touch_a = len(c.shank_geoms)
+        p.touch_b = p.touch_a + len(c.trunk_head_geoms)
+        p.touch_c = p.touch_b + len(c.illegal_contact_geoms)
+        p.touch_threshold = c.touch_force_threshold
+        p.illegal_threshold = c.illegal_contact_threshold
         return p
 
     def bind(self, ctx: TaskContext) -> None:
@@ -431,6 +574,11 @@ class MjlabVelocityTask(Task):
         self.encoder_bias = wp.zeros((n, self.robot.num_joints), dtype=float, device=dev)
         h = c.self_collision_history if c.self_collision_subtree is not None else 0
         self.self_collision_force = wp.zeros((n, h), dtype=float, device=dev)
+        ng = len(self._touch_geoms())
+        self.touch_force = wp.zeros(
+            (n, ng, c.self_collision_history if ng else 0), dtype=float, device=dev
+        )
+        self._bind_terrain(ctx)
         self.env_step = wp.zeros(1, dtype=wp.int32, device=dev)
         lo = wp.vec3(*(a for a, _ in c.foot_friction))
         hi = wp.vec3(*(b for _, b in c.foot_friction))
@@ -451,6 +599,36 @@ class MjlabVelocityTask(Task):
         # regularization, so contact forces), per world, as MJLab's set_const after base_com.
         mjw.set_const(ctx.model, ctx.data)
 
+    def _bind_terrain(self, ctx: TaskContext) -> None:
+        """The height scans, the terrain levels and the arrays the kernels read on flat."""
+        dev, n, c, mjm = ctx.device, ctx.num_envs, self.config, ctx.mjm
+        self._scan = self._foot_scan = None
+        if self.levels is None:
+            self._origin = wp.zeros(0, dtype=wp.vec3, device=dev)
+            self._scan_arrays = (
+                wp.zeros((n, 0), dtype=wp.vec3, device=dev),
+                wp.zeros((n, 0), dtype=wp.vec3, device=dev),
+                wp.zeros((n, 0), dtype=float, device=dev),
+                wp.zeros((n, 0), dtype=float, device=dev),
+            )
+            self._a["normal_idx"] = wp.zeros(0, dtype=wp.int32, device=dev)
+            return
+        group = (c.terrain.geom_group,)
+        self._scan = HeightScan(n, self._scan_body, c.terrain_scan, geom_groups=group, device=dev)
+        s = self._scan
+        self._scan_arrays = (s.pnt, s.vec, s.dist, s.heights)
+        # state across steps: `upright` reads the previous observation's scan (as MJLab's
+        # sensor cache); as task attributes the env's state_dict saves them
+        self.scan_pnt, self.scan_vec, self.scan_dist = s.pnt, s.vec, s.dist
+        if c.foot_scan is not None:
+            sites = self._host["foot_site"].tolist()
+            self._foot_scan = HeightScan(
+                n, sites, c.foot_scan, geom_groups=group, device=dev, frame="site",
+                exclude=mjm.site_bodyid[sites].tolist(),
+            )  # fmt: skip
+        self.levels.bind(n, dev)
+        self._origin = self.levels.origin
+
     def deployment_info(self) -> dict[str, Any]:
         """`Task.deployment_info()`: MJLab's JointPositionAction (target = default pose +
         scale * action; the encoder bias is the simulated sensor's error, not part of it), the
@@ -459,12 +637,18 @@ class MjlabVelocityTask(Task):
         r, c, j, f = self.robot, self.config, self.robot.num_joints, len(self.config.foot_contacts)
         policy = [("base_lin_vel", 3), ("base_ang_vel", 3), ("projected_gravity", 3)]
         policy += [("joint_pos", j), ("joint_vel", j), ("actions", j), ("command", 3)]
+        if c.num_scan:
+            policy.append(("height_scan", c.num_scan))
         critic = [*policy, ("foot_height", f), ("foot_air_time", f), ("foot_contact", f)]
         critic.append(("foot_contact_forces", 3 * f))
         info = {
             **super().deployment_info(),
             **joint_position_info(r, self.build_model(), {"policy": policy, "critic": critic}),
         }
+        for group in info["observations"].values():
+            for term in group:
+                if term["name"] == "height_scan":  # (body z - hit z) / max_distance
+                    term["scale"] = 1.0 / c.terrain_scan.max_distance
 
         def ranges(stage: tuple) -> dict[str, list[float]]:
             _, x, z = stage
@@ -545,8 +729,8 @@ class MjlabVelocityTask(Task):
         wp.launch(
             K.track_contacts,
             dim=ctx.num_envs,
-            inputs=[self._p, ctx.data.sensordata, self._a["found_adr"]],
-            outputs=[self.air_time, self.contact_time, self.self_collision_force],
+            inputs=[self._p, ctx.data.sensordata, self._a["found_adr"], self._a["touch_adr"]],
+            outputs=[self.air_time, self.contact_time, self.self_collision_force, self.touch_force],
             device=ctx.device,
         )
 
@@ -565,14 +749,20 @@ class MjlabVelocityTask(Task):
                 ctx.action, ctx.last_action, self.command, a["qadr"], a["default"], a["soft_lo"],
                 a["soft_hi"], a["std_stand"], a["std_walk"], a["std_run"], a["foot_site"],
                 a["foot_body"], a["found_adr"], a["force_adr"], self.contact_time, self.foot_height,
-                self.self_collision_force,
+                self.self_collision_force, self.touch_force, *self._scan_arrays[:3],
+                a["normal_idx"],
             ],
-            outputs=[self.peak_height, reward, terminated, log],
+            outputs=[self.peak_height, reward, terminated, ctx.time_out, log],
             device=ctx.device,
         )  # fmt: skip
 
     def observe(self, ctx: TaskContext, obs) -> None:
         a, d = self._a, ctx.data
+        if self._scan is not None:  # MJLab's sense(): the ray casts, after the forward
+            self._scan.cast(ctx.model, d)
+        if self._foot_scan is not None:
+            self._foot_scan.cast(ctx.model, d)
+            self._foot_scan.clearance(d, self.foot_height)
         wp.launch(
             K.observe,
             dim=(ctx.num_envs, self.spec.observation_dims["policy"]),
@@ -580,7 +770,7 @@ class MjlabVelocityTask(Task):
                 ctx.seed, ctx.rng_counter, self._p, d.qpos, d.qvel, d.xmat, d.site_xpos,
                 d.sensordata, ctx.action, ctx.episode_length, self.command, a["qadr"], a["dadr"],
                 a["default"], self.encoder_bias, a["foot_site"], a["found_adr"], a["force_adr"],
-                self.air_time,
+                self.air_time, self._scan_arrays[3],
             ],
             outputs=[self.foot_height, obs["policy"], obs["critic"]],
             device=ctx.device,
@@ -588,17 +778,21 @@ class MjlabVelocityTask(Task):
 
     def reset_worlds(self, ctx: TaskContext, mask: wp.array) -> None:
         a, d = self._a, ctx.data
+        if self.levels is not None:  # terrain_levels_vel, before the reset pose is drawn
+            self.levels.move(
+                ctx.seed, ctx.rng_counter, mask, self.env_step, d.xpos, self._root, self.command
+            )
         wp.launch(
             K.reset_and_command,
             dim=ctx.num_envs,
             inputs=[
                 ctx.seed, ctx.rng_counter, mask, self.env_step, self._p, a["stage_step"],
                 a["stage"], a["qadr"], a["default"], a["soft_lo"], a["soft_hi"], d.xpos, d.xmat,
-                d.cvel, d.subtree_com,
+                d.cvel, d.subtree_com, self._origin,
             ],
             outputs=[
                 d.qpos, d.qvel, self.push_time_left, self.air_time, self.contact_time,
-                self.self_collision_force, self.command, self.heading_target, self.command_flags, self.command_time_left,
+                self.self_collision_force, self.touch_force, self.command, self.heading_target, self.command_flags, self.command_time_left,
             ],
             device=ctx.device,
         )  # fmt: skip
@@ -676,3 +870,67 @@ def make_g1_velocity_flat(robot: RobotConfig | None = None, **overrides) -> Mjla
     if robot is None:
         robot = robots.g1()  # RobotFileNotFoundError names the ways to provide g1.xml
     return MjlabVelocityTask(robot, g1_flat_config(robot, **overrides), "g1-velocity-flat")
+
+
+# --------------------------------------------------------------------------- rough terrain
+_GO1_LEGS = ("FR", "FL", "RR", "RL")
+
+
+def _rough_fields() -> dict[str, Any]:
+    """What every robot's rough task adds to its flat one (velocity_env_cfg.py): the
+    terrain generator, terrain_scan, out_of_terrain_bounds, terrain_levels_vel and MJLab's
+    rough simulation settings (ccd_iterations 500, njmax 1500)."""
+    return {"terrain": TerrainConfig(), "ccd_iterations": 500, "njmax": 1500}
+
+
+def go1_rough_config(**overrides) -> MjlabVelocityConfig:
+    """`Mjlab-Velocity-Rough-Unitree-Go1`'s options (config/go1/env_cfgs.py,
+    unitree_go1_rough_env_cfg); `overrides` are `MjlabVelocityConfig` fields."""
+    fields: dict[str, Any] = {
+        **_rough_fields(),
+        "terrain_scan_body": "trunk",
+        "foot_scan": RingPattern(radius=0.04, num_samples=4, max_distance=1.0),
+        "upright_terrain_normal": True,
+        "fell_over": False,  # on rough terrain Go1 tilts; out_of_terrain_bounds resets it
+        "w_self_collisions": -0.1,
+        "self_collision_subtree": "trunk",
+        "shank_geoms": tuple(f"{leg}_calf_collision{i}" for leg in _GO1_LEGS for i in (1, 2)),
+        "w_shank_collision": -0.1,
+        "trunk_head_geoms": ("trunk_collision", "head_collision"),
+        "w_trunk_head_collision": -0.1,
+        "illegal_contact_geoms": tuple(
+            f"{leg}_thigh_collision{i}" for leg in _GO1_LEGS for i in (1, 2, 3)
+        ),
+        "nconmax": 35,
+    }
+    fields.update(overrides)
+    return MjlabVelocityConfig(**fields)
+
+
+def g1_rough_config(robot: RobotConfig, **overrides) -> MjlabVelocityConfig:
+    """`Mjlab-Velocity-Rough-Unitree-G1`'s options (config/g1/env_cfgs.py,
+    unitree_g1_rough_env_cfg) for `robot`'s joints; `overrides` are config fields."""
+    fields: dict[str, Any] = {
+        **_rough_fields(),
+        "terrain_scan_body": "pelvis",
+        "foot_scan": RingPattern(radius=0.03, num_samples=6, max_distance=1.0),
+        "nconmax": 70,
+    }
+    fields.update(overrides)
+    return g1_flat_config(robot, **fields)
+
+
+def make_go1_velocity_rough(robot: RobotConfig | None = None, **overrides) -> MjlabVelocityTask:
+    """`go1-velocity-rough`: MJLab's `Mjlab-Velocity-Rough-Unitree-Go1` (terrain grid,
+    height scans, terrain levels); `overrides` are `MjlabVelocityConfig` fields."""
+    if robot is None:
+        robot = robots.go1()
+    return MjlabVelocityTask(robot, go1_rough_config(**overrides), "go1-velocity-rough")
+
+
+def make_g1_velocity_rough(robot: RobotConfig | None = None, **overrides) -> MjlabVelocityTask:
+    """`g1-velocity-rough`: MJLab's `Mjlab-Velocity-Rough-Unitree-G1`; `overrides` are
+    `MjlabVelocityConfig` fields."""
+    if robot is None:
+        robot = robots.g1()
+    return MjlabVelocityTask(robot, g1_rough_config(robot, **overrides), "g1-velocity-rough")

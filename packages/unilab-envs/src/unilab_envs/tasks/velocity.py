@@ -214,8 +214,9 @@ def build_robot_model(robot: RobotConfig) -> mujoco.MjModel:
     return robot_spec(robot).compile()
 
 
-def robot_spec(robot: RobotConfig) -> mujoco.MjSpec:
-    """`build_robot_model` before compiling: the spec, for tasks that add to it (sensors)."""
+def robot_spec(robot: RobotConfig, *, floor: bool = True) -> mujoco.MjSpec:
+    """`build_robot_model` before compiling: the spec, for tasks that add to it (sensors).
+    `floor=False`: no ground plane is added (the task adds its own ground, e.g. terrain)."""
     path = robot.mjcf
     if not os.path.isfile(path):
         raise ValueError(f"robot {robot.name!r}: MJCF file {path!r} does not exist")
@@ -236,7 +237,7 @@ def robot_spec(robot: RobotConfig) -> mujoco.MjSpec:
     if robot.kp is not None:
         _replace_actuators(spec, robot)
     apply_physics(spec, robot)
-    if not any(g.type == mujoco.mjtGeom.mjGEOM_PLANE for g in spec.worldbody.geoms):
+    if floor and not any(g.type == mujoco.mjtGeom.mjGEOM_PLANE for g in spec.worldbody.geoms):
         spec.worldbody.add_geom(
             name="unilab_floor", type=mujoco.mjtGeom.mjGEOM_PLANE, size=[0, 0, 0.05]
         )

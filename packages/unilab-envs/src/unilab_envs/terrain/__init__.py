@@ -18,8 +18,11 @@ from unilab_envs.terrain.generator import rough_sub_terrains as rough_sub_terrai
 from unilab_envs.terrain.heightfield import PyramidSlopeTerrain as PyramidSlopeTerrain
 from unilab_envs.terrain.heightfield import RandomUniformTerrain as RandomUniformTerrain
 from unilab_envs.terrain.heightfield import WaveTerrain as WaveTerrain
+from unilab_envs.terrain.levels import TerrainLevels as TerrainLevels
+from unilab_envs.terrain.levels import proportional_counts as proportional_counts
 from unilab_envs.terrain.scan import GridPattern as GridPattern
 from unilab_envs.terrain.scan import HeightScan as HeightScan
+from unilab_envs.terrain.scan import RingPattern as RingPattern
 from unilab_envs.terrain.tiles import Tile as Tile
 
 __all__ = [
@@ -29,12 +32,15 @@ __all__ = [
     "PyramidSlopeTerrain",
     "PyramidStairsTerrain",
     "RandomUniformTerrain",
+    "RingPattern",
     "SteppingStonesTerrain",
     "SubTerrain",
     "TerrainConfig",
     "TerrainLayout",
+    "TerrainLevels",
     "Tile",
     "WaveTerrain",
     "add_terrain",
+    "proportional_counts",
     "rough_sub_terrains",
 ]

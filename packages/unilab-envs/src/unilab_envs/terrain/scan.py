@@ -7,6 +7,7 @@ synchronization, so it can sit inside a captured control step.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Literal
 
 import attrs
@@ -50,17 +51,46 @@ class GridPattern:
         return np.stack([gx.ravel(), gy.ravel(), np.zeros(gx.size)], axis=1).astype(np.float32)
 
 
+@attrs.frozen(kw_only=True)
+class RingPattern:
+    """MJLab's `RingPatternCfg.single_ring`: a centre ray and `num_samples` rays evenly
+    spaced on a circle of `radius` metres (ray i at angle 2 pi (i - 1) / num_samples), for
+    per-foot clearance (MJLab's `foot_height_scan`: Go1 0.04 m x 4, G1 0.03 m x 6).
+    """
+
+    radius: float = attrs.field(default=0.1, validator=positive)
+    num_samples: int = attrs.field(default=8, validator=v.ge(1))
+    include_center: bool = True
+    alignment: Literal["world", "yaw", "base"] = attrs.field(
+        default="yaw", validator=v.in_(tuple(_ALIGN))
+    )
+    max_distance: float = attrs.field(default=1.0, validator=positive)
+
+    def offsets(self) -> np.ndarray:
+        """float32 [nray, 3] ray origins in the frame's (aligned) coordinates, z = 0."""
+        angles = 2.0 * np.pi * np.arange(self.num_samples) / self.num_samples
+        ring = np.stack(
+            [self.radius * np.cos(angles), self.radius * np.sin(angles), 0 * angles], axis=1
+        )
+        if self.include_center:
+            ring = np.concatenate([np.zeros((1, 3)), ring])
+        return ring.astype(np.float32)
+
+
 @wp.kernel
 def _ray_origins(
     xpos: wp.array2d(dtype=wp.vec3),
     xmat: wp.array2d(dtype=wp.mat33),
-    body: int,
+    frames: wp.array(dtype=wp.int32),
     alignment: int,
     offsets: wp.array(dtype=wp.vec3),
     pnt: wp.array2d(dtype=wp.vec3),
     vec: wp.array2d(dtype=wp.vec3),
 ):
+    # Ray i belongs to frame i // len(offsets) (frame-major, as MJLab orders them).
     w, i = wp.tid()
+    nper = offsets.shape[0]
+    body = frames[i // nper]
     r = xmat[w, body]
     rot = wp.identity(n=3, dtype=float)
     if alignment == 1:
@@ -76,14 +106,15 @@ def _ray_origins(
         rot = wp.mat33(c, -s, 0.0, s, c, 0.0, 0.0, 0.0, 1.0)
     elif alignment == 2:
         rot = r
-    pnt[w, i] = xpos[w, body] + rot * offsets[i]
+    pnt[w, i] = xpos[w, body] + rot * offsets[i % nper]
     vec[w, i] = rot * wp.vec3(0.0, 0.0, -1.0)
 
 
 @wp.kernel
 def _ray_heights(
     xpos: wp.array2d(dtype=wp.vec3),
-    body: int,
+    frames: wp.array(dtype=wp.int32),
+    nper: int,
     max_distance: float,
     pnt: wp.array2d(dtype=wp.vec3),
     vec: wp.array2d(dtype=wp.vec3),
@@ -92,7 +123,7 @@ def _ray_heights(
     hit_z: wp.array2d(dtype=float),
 ):
     w, i = wp.tid()
-    frame_z = xpos[w, body][2]
+    frame_z = xpos[w, frames[i // nper]][2]
     dd = dist[w, i]
     if dd < 0.0 or dd > max_distance:
         heights[w, i] = max_distance
@@ -103,8 +134,46 @@ def _ray_heights(
         hit_z[w, i] = z
 
 
+@wp.kernel
+def _clearance(
+    xpos: wp.array2d(dtype=wp.vec3),
+    frames: wp.array(dtype=wp.int32),
+    nper: int,
+    max_distance: float,
+    pnt: wp.array2d(dtype=wp.vec3),
+    vec: wp.array2d(dtype=wp.vec3),
+    dist: wp.array2d(dtype=float),
+    normal: wp.array2d(dtype=wp.vec3),
+    out: wp.array2d(dtype=float),
+):
+    # MJLab's TerrainHeightSensor, reduction "min": per frame, the smallest of frame z - hit z
+    # over its rays; a backface hit (the ray starts inside the terrain) counts 0, a miss (or a
+    # hit beyond max_distance) max_distance, and a frame whose rays all miss
+    # clamp(frame z, 0, max_distance).
+    w, f = wp.tid()
+    frame_z = xpos[w, frames[f]][2]
+    best = float(1.0e30)  # noqa: UP018 (warp: mutable loop variable)
+    hits = int(0)  # noqa: UP018, RUF046 (warp: a mutable variable)
+    for k in range(nper):
+        i = f * nper + k
+        dd = dist[w, i]
+        h = max_distance
+        if dd >= 0.0 and dd <= max_distance:
+            hits += 1
+            h = frame_z - (pnt[w, i][2] + vec[w, i][2] * dd)
+            if normal[w, i][2] < 0.0:
+                h = 0.0
+        best = wp.min(best, h)
+    if hits == 0:
+        best = wp.clamp(frame_z, 0.0, max_distance)
+    out[w, f] = best
+
+
 class HeightScan:
-    """A `GridPattern` of rays under body `body` (id) in each of `nworld` worlds.
+    """A pattern of rays under body `body` (an id, or several: one pattern per frame,
+    frame-major) in each of `nworld` worlds; with `frame="site"` the frames are sites and
+    `xpos`/`xmat` below mean `site_xpos`/`site_xmat` (`exclude` then names each site's body,
+    the one `exclude_body` hides, as MJLab's `exclude_parent_body`).
 
     Outputs (warp arrays on the model's device, float32 [nworld, nray], rewritten by every
     `cast`): `heights` = body z - hit z (MJLab's `height_scan` observation before its
@@ -118,17 +187,30 @@ class HeightScan:
     def __init__(
         self,
         nworld: int,
-        body: int,
-        pattern: GridPattern | None = None,
+        body: int | Sequence[int],
+        pattern: GridPattern | RingPattern | None = None,
         *,
         geom_groups: tuple[int, ...] = (0,),
         exclude_body: bool = True,
         device: wp.context.Devicelike = None,
+        frame: Literal["body", "site"] = "body",
+        exclude: Sequence[int] | None = None,
     ) -> None:
         self.pattern = pattern or GridPattern()
-        self.body = int(body)
+        frames = [int(body)] if np.ndim(body) == 0 else [int(b) for b in body]
+        if frame not in ("body", "site"):
+            raise ValueError(f"frame must be 'body' or 'site', got {frame!r}")
+        if frame == "site" and exclude_body and exclude is None:
+            raise ValueError("site frames need `exclude` (each site's body id) to exclude it")
+        parents = frames if exclude is None else [int(b) for b in exclude]
+        if len(parents) != len(frames):
+            raise ValueError(f"`exclude` needs one body per frame ({len(frames)})")
+        self.body = frames[0]
+        self.frame = frame
+        self.num_frames = len(frames)
         offsets = self.pattern.offsets()
-        self.num_rays = nray = len(offsets)
+        self.rays_per_frame = len(offsets)
+        self.num_rays = nray = len(offsets) * len(frames)
         groups = [0] * 6
         for g in geom_groups:
             if not 0 <= g < 6:
@@ -137,9 +219,9 @@ class HeightScan:
         self.geomgroup = _vec6(*groups)
         shape = (nworld, nray)
         self.offsets = wp.array(offsets, dtype=wp.vec3, device=device)
-        self.bodyexclude = wp.full(
-            nray, self.body if exclude_body else -1, dtype=int, device=device
-        )
+        self.frames = wp.array(frames, dtype=wp.int32, device=device)
+        excluded = np.repeat(parents, len(offsets)) if exclude_body else np.full(nray, -1)
+        self.bodyexclude = wp.array(excluded.astype(np.int32), dtype=int, device=device)
         self.pnt = wp.zeros(shape, dtype=wp.vec3, device=device)
         self.vec = wp.zeros(shape, dtype=wp.vec3, device=device)
         self.dist = wp.zeros(shape, dtype=float, device=device)
@@ -153,10 +235,11 @@ class HeightScan:
         `mujoco_warp.step` that is the start of its last substep) against the geom poses in
         `d.geom_xpos`; returns `heights`. Warp launches only."""
         shape = self.pnt.shape
+        xpos, xmat = self._pose(d)
         wp.launch(
             _ray_origins,
             dim=shape,
-            inputs=[d.xpos, d.xmat, self.body, _ALIGN[self.pattern.alignment], self.offsets],
+            inputs=[xpos, xmat, self.frames, _ALIGN[self.pattern.alignment], self.offsets],
             outputs=[self.pnt, self.vec],
         )
         mjw.rays(
@@ -174,7 +257,32 @@ class HeightScan:
         wp.launch(
             _ray_heights,
             dim=shape,
-            inputs=[d.xpos, self.body, self.pattern.max_distance, self.pnt, self.vec, self.dist],
+            inputs=[
+                xpos, self.frames, self.rays_per_frame, self.pattern.max_distance, self.pnt,
+                self.vec, self.dist,
+            ],
             outputs=[self.heights, self.hit_z],
-        )
+        )  # fmt: skip
         return self.heights
+
+    def _pose(self, d: mjw.Data) -> tuple[wp.array, wp.array]:
+        if self.frame == "site":
+            return d.site_xpos, d.site_xmat
+        return d.xpos, d.xmat
+
+    def clearance(self, d: mjw.Data, out: wp.array) -> wp.array:
+        """Per-frame clearance of the last `cast` into `out` (float32 [nworld, num_frames]):
+        MJLab's `TerrainHeightSensor` with reduction "min" (frame z - hit z, the smallest over
+        the frame's rays; a backface hit 0, a miss `max_distance`, all rays missing
+        clamp(frame z, 0, max_distance)). One warp launch."""
+        xpos, _ = self._pose(d)
+        wp.launch(
+            _clearance,
+            dim=(self.pnt.shape[0], self.num_frames),
+            inputs=[
+                xpos, self.frames, self.rays_per_frame, self.pattern.max_distance, self.pnt,
+                self.vec, self.dist, self.normal,
+            ],
+            outputs=[out],
+        )  # fmt: skip
+        return out
