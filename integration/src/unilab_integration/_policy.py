@@ -10,7 +10,7 @@ import logging
 import os
 import sys
 import warnings
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -23,6 +23,7 @@ from ._config import TrainConfig
 from ._envs import import_modules
 
 __all__ = [
+    "EpisodeCounter",
     "actor_groups",
     "export_onnx",
     "learner_from_checkpoint",
@@ -33,6 +34,7 @@ __all__ = [
     "play_episodes",
     "policy_from_checkpoint",
     "read_onnx_metadata",
+    "rollout",
 ]
 
 
@@ -147,6 +149,39 @@ class PolicyStepper:
         if self.state is not None:
             for h in self.state:
                 h[:, done] = 0.0
+
+
+def rollout(
+    env: Any, stepper: PolicyStepper, groups: tuple[str, ...], obs: Any, steps: int | None = None
+) -> Iterator[tuple[Any, Any]]:
+    """The deterministic policy's control loop, the one `play_episodes` (and so `unilab play`,
+    `unilab eval`, the viewer) and the runner's evaluator run: per control step the actions of
+    `stepper` on the actor groups of `obs`, bounded as the task wants (`bound_actions`), one
+    env step, and the recurrent state zeroed where an episode ended. Yields (the observation
+    the policy acted on, the step's output); `steps` None runs until the caller stops."""
+    for _ in itertools.count() if steps is None else range(steps):
+        actions = bound_actions(env, stepper(policy_input(groups, obs)))
+        step = env.step(actions)
+        stepper.reset(step["done"])
+        yield obs, step
+        obs = step
+
+
+class EpisodeCounter:
+    """Which ended episodes a measurement counts: every one, or with `first_only` each world's
+    first (fresh episodes from the reset: no bias toward short, failed ones). `counted` [N]
+    marks the worlds that have finished an episode."""
+
+    def __init__(self, num_envs: int, device: Any, first_only: bool) -> None:
+        self.counted = torch.zeros(num_envs, dtype=torch.bool, device=device)
+        self.first_only = first_only
+
+    def ended(self, step: Any) -> torch.Tensor:
+        """[N] bool: the worlds whose episode ended in `step` and counts."""
+        done = step["done"]
+        ended = done & ~self.counted if self.first_only else done
+        self.counted |= done
+        return ended
 
 
 def learner_config(ckpt: dict[str, Any]) -> Any:
@@ -502,7 +537,7 @@ def play_episodes(
     lengths: list[int] = []
     vreturns: list[float] = []
     obs = env.reset()
-    counted = torch.zeros(num_envs, dtype=torch.bool, device=obs.device)
+    episodes_counted = EpisodeCounter(num_envs, obs.device, first_only=one_per_world)
     stepper = PolicyStepper(policy, num_envs, device)
     writer = None
     if video is not None:
@@ -515,16 +550,12 @@ def play_episodes(
             writer.add()
         recording = writer is not None
         with torch.no_grad():
-            for _ in itertools.count() if limit is None else range(limit):
-                actions = bound_actions(env, stepper(policy_input(groups, obs)))
-                step = env.step(actions)
+            for acted_on, step in rollout(env, stepper, groups, obs, limit):
                 steps += 1
                 if observer is not None:
-                    observer(env, obs, step)
+                    observer(env, acted_on, step)
                 done = step["done"]
-                stepper.reset(done)
-                ended = done & ~counted if one_per_world else done
-                counted |= done
+                ended = episodes_counted.ended(step)
                 if bool(ended.any()):
                     returns += step["episode", "return"][ended].tolist()
                     if bar is not None:
@@ -539,7 +570,6 @@ def play_episodes(
                         recording = False
                     else:
                         writer.add()  # after an auto-reset: the next episode's first state
-                obs = step
                 if episodes is not None and len(returns) >= episodes and not recording:
                     break
     except KeyboardInterrupt:

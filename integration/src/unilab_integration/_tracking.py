@@ -31,7 +31,7 @@ import attrs
 import torch
 
 from ._config import TrainConfig
-from ._policy import play_episodes
+from ._policy import EpisodeCounter, play_episodes
 
 __all__ = ["TrackingResult", "evaluate_tracking"]
 
@@ -62,28 +62,31 @@ class _Tracker:
 
     def __init__(self) -> None:
         self.sums: torch.Tensor | None = None  # [N, 3]: lin error, yaw error, steps
-        self.counted: torch.Tensor | None = None
+        self.episodes: EpisodeCounter | None = None
         self.truncated: torch.Tensor | None = None
         self.per_episode: torch.Tensor | None = None  # [N, 2] each episode's step means
+
+    @property
+    def counted(self) -> torch.Tensor | None:
+        return None if self.episodes is None else self.episodes.counted
 
     def __call__(self, env: Any, obs: Any, step: Any) -> None:
         track = env.task.velocity_tracking(obs)
         c, v, w = track["command"], track["lin_vel"], track["ang_vel"]
         n = c.shape[0]
-        if self.sums is None:
+        if self.episodes is None:
             self.sums = torch.zeros(n, 3, dtype=torch.float64, device=c.device)
-            self.counted = torch.zeros(n, dtype=torch.bool, device=c.device)
+            self.episodes = EpisodeCounter(n, c.device, first_only=True)
             self.truncated = torch.zeros(n, dtype=torch.bool, device=c.device)
             self.per_episode = torch.zeros(n, 2, dtype=torch.float64, device=c.device)
-        live = (~self.counted).double()
+        live = (~self.episodes.counted).double()  # this step belongs to the first episode
         lin = torch.linalg.vector_norm(c[:, :2] - v[:, :2], dim=-1).double()
         yaw = (c[:, 2] - w[:, 2]).abs().double()
         self.sums += live[:, None] * torch.stack([lin, yaw, torch.ones_like(lin)], dim=-1)
-        first = step["done"] & ~self.counted
+        first = self.episodes.ended(step)
         self.truncated |= first & step["truncated"]
         means = self.sums[:, :2] / self.sums[:, 2:].clamp(min=1.0)
         self.per_episode = torch.where(first[:, None], means, self.per_episode)
-        self.counted |= step["done"]
 
 
 def _require_tracking(task: Any, name: str) -> None:

@@ -25,13 +25,7 @@ from typing import Any
 import torch
 
 from .._envs import make_env
-from .._policy import (
-    PolicyStepper,
-    actor_groups,
-    bound_actions,
-    episode_term_names,
-    policy_input,
-)
+from .._policy import EpisodeCounter, PolicyStepper, actor_groups, episode_term_names, rollout
 from ._stats import means_from_sums
 
 __all__ = ["EVAL_SEED_OFFSET", "PolicyEvaluator", "eval_means"]
@@ -66,25 +60,18 @@ class PolicyEvaluator:
         self._sync_curriculum()
         # built anew each time: PPO's policy module holds copies of the current parameters
         policy = PolicyStepper(self.learner.policy_module(), self.num_envs, self.device)
-        obs = self.env.reset()
         n = self.num_envs
-        counted = torch.zeros(n, dtype=torch.bool, device=self.device)
+        episodes = EpisodeCounter(n, self.device, first_only=True)
         sums: dict[str, torch.Tensor] = {}
         names: list[str] | None = None
-        for _ in range(self.steps):
-            actions = bound_actions(self.env, policy(policy_input(self.groups, obs)))
-            step = self.env.step(actions)
-            policy.reset(step["done"])  # a recurrent policy starts each episode from zero
-            # each world's first episode only (no bias toward short, failed episodes)
-            first = step["done"] & ~counted
+        for _, step in rollout(self.env, policy, self.groups, self.env.reset(), self.steps):
+            first = episodes.ended(step)
             if names is None:
                 names = ["return", "length", *episode_term_names(step)]
                 sums = {k: torch.zeros(n, dtype=torch.float64, device=self.device) for k in names}
             for k in names:
                 sums[k] += torch.where(first, step["episode", k].double(), 0.0)
-            counted |= step["done"]
-            obs = step
-        out = {"eval/count": float(counted.sum())}  # the one host sync of the evaluation
+        out = {"eval/count": float(episodes.counted.sum())}  # the one host sync of the evaluation
         for k, v in sums.items():
             key = f"eval/{k}_sum" if k in ("return", "length") else f"eval_term/{k}_sum"
             out[key] = float(v.sum())
