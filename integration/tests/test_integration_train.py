@@ -411,7 +411,9 @@ def test_fastsac_trains_and_resumes_bit_for_bit_with_its_replay(tmp_path):
     assert [r["learner/critic_loss"] for r in rows[2:]] == [
         r["learner/critic_loss"] for r in _rows(Path(resumed["run_dir"]))
     ]
-    with pytest.raises(ValueError, match="save_replay applies to fastsac"):
+    with pytest.raises(
+        ValueError, match=r"save_replay applies to algorithms with a replay buffer \(fastsac\)"
+    ):
         apply_overrides(make_config("cartpole-balance", "ppo"), ["runner.save_replay=true"])
     # a FastSAC checkpoint plays (deterministic policy) and exports like a PPO one
     played = play_episodes(run_dir, episodes=2, num_envs=2, seed=1)

@@ -16,13 +16,50 @@ __all__ = ["ALGORITHMS", "AlgorithmSpec", "algorithm_spec", "algos_class"]
 
 @attrs.frozen(kw_only=True)
 class AlgorithmSpec:
-    """One algorithm: `kind` is "on-policy" or "off-policy"; `presets` it supports."""
+    """One algorithm, everything integration needs to know of it.
+
+    `kind` "on-policy" or "off-policy" picks the runner; `presets` are those it supports;
+    `config_factory(preset)` makes its config; `learner_factory(obs_shapes, action_dim,
+    algo_config, *, device, num_envs, world_size, grad_sync, reduce_sum)` builds its learner
+    (each factory takes what its learner needs from those keywords). `teacher`: it learns
+    from a PPO checkpoint (`runner.teacher`; the teacher's actor network and observation
+    groups go into its config as `teacher` / `teacher_obs`). `replay`: it keeps a replay
+    buffer (`runner.save_replay` applies, its shard rides in the learner's state as
+    "replay").
+    """
 
     name: str
     kind: str
     description: str
     presets: tuple[str, ...]
     _config_factory: Callable[[str], Any] = attrs.field(alias="config_factory")
+    _learner_factory: Callable[..., Any] = attrs.field(alias="learner_factory")
+    teacher: bool = False
+    replay: bool = False
+
+    def build_learner(
+        self,
+        obs_shapes: dict[str, tuple[int, ...]],
+        action_dim: int,
+        algo: Any,
+        *,
+        device: Any,
+        num_envs: int = 1,
+        world_size: int = 1,
+        grad_sync: Any = None,
+        reduce_sum: Any = None,
+    ) -> Any:
+        """The learner of this algorithm (one rank's; no sync when the two are None)."""
+        return self._learner_factory(
+            obs_shapes,
+            action_dim,
+            algo,
+            device=device,
+            num_envs=num_envs,
+            world_size=world_size,
+            grad_sync=grad_sync,
+            reduce_sum=reduce_sum,
+        )
 
     def make_config(self, preset: str) -> Any:
         if preset not in self.presets:
@@ -58,6 +95,21 @@ def _fastsac_config(preset: str) -> Any:
     return algos_class("FastSACConfig")()
 
 
+def _on_policy_learner(class_name: str) -> Callable[..., Any]:
+    """PPO's and Distillation's constructor: no env count or world size."""
+
+    def build(obs_shapes, action_dim, algo, *, device, grad_sync, reduce_sum, **_) -> Any:
+        return algos_class(class_name)(
+            obs_shapes, action_dim, algo, device=device, grad_sync=grad_sync, reduce_sum=reduce_sum
+        )
+
+    return build
+
+
+def _fastsac_learner(obs_shapes, action_dim, algo, **kwargs) -> Any:
+    return algos_class("FastSAC")(obs_shapes, action_dim, algo, **kwargs)
+
+
 ALGORITHMS: dict[str, AlgorithmSpec] = {
     "ppo": AlgorithmSpec(
         name="ppo",
@@ -65,6 +117,7 @@ ALGORITHMS: dict[str, AlgorithmSpec] = {
         description="Proximal Policy Optimization (on-policy, RSL-RL compatible preset)",
         presets=("default", "rsl_rl"),
         config_factory=_ppo_config,
+        learner_factory=_on_policy_learner("PPO"),
     ),
     "distill": AlgorithmSpec(
         name="distill",
@@ -72,6 +125,8 @@ ALGORITHMS: dict[str, AlgorithmSpec] = {
         description="Student-teacher distillation from a PPO checkpoint (runner.teacher=PATH)",
         presets=("default", "rsl_rl"),
         config_factory=_distill_config,
+        learner_factory=_on_policy_learner("Distillation"),
+        teacher=True,
     ),
     "fastsac": AlgorithmSpec(
         name="fastsac",
@@ -79,6 +134,8 @@ ALGORITHMS: dict[str, AlgorithmSpec] = {
         description="FastSAC (off-policy, replay shard per rank, Holosoma defaults)",
         presets=("default",),
         config_factory=_fastsac_config,
+        learner_factory=_fastsac_learner,
+        replay=True,
     ),
 }
 

@@ -212,10 +212,11 @@ class TrainConfig:
     launch: LaunchSettings = attrs.field(factory=LaunchSettings)
 
     def __attrs_post_init__(self) -> None:
-        if self.runner.save_replay and self.algo_name != "fastsac":
+        if self.runner.save_replay and not algorithm_spec(self.algo_name).replay:
+            with_replay = ", ".join(n for n, a in ALGORITHMS.items() if a.replay)
             raise ValueError(
-                f"runner.save_replay applies to fastsac (a replay buffer); algorithm "
-                f"'{self.algo_name}' has none"
+                f"runner.save_replay applies to algorithms with a replay buffer ({with_replay}); "
+                f"algorithm '{self.algo_name}' has none"
             )
 
     @property

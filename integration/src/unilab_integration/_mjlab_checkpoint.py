@@ -24,7 +24,7 @@ from typing import Any
 import attrs
 import torch
 
-from ._algorithms import algos_class
+from ._algorithms import algorithm_spec
 from ._checkpoint import FORMAT, VERSION, CheckpointError, load_checkpoint, tensor_shapes
 from ._config import make_config
 
@@ -102,7 +102,7 @@ def convert_mjlab_checkpoint(
         changes["policy"] = attrs.evolve(algo.policy, std_param="log_std")
     algo = attrs.evolve(algo, **changes)
     config = attrs.evolve(config, algo=algo)
-    learner = algos_class("PPO")(obs_shapes, spec.action_dim, algo, device=device)
+    learner = algorithm_spec("ppo").build_learner(obs_shapes, spec.action_dim, algo, device=device)
     modules = {"actor": learner.actor, "critic": learner.critic}
     for name, (sd, _, _) in nets.items():
         try:

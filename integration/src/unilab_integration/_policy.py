@@ -17,7 +17,7 @@ from typing import Any, TextIO
 import attrs
 import torch
 
-from ._algorithms import algos_class
+from ._algorithms import algorithm_spec
 from ._checkpoint import load_checkpoint
 from ._config import TrainConfig
 from ._envs import import_modules
@@ -50,18 +50,13 @@ def learner_from_checkpoint(ckpt: dict[str, Any] | str | os.PathLike, device: st
         ckpt = load_checkpoint(ckpt, map_location=device)
     config = TrainConfig.from_dict(ckpt["config"])
     obs_shapes, action_dim = _shapes(ckpt)
-    if config.algo_name == "fastsac":
-        learner = algos_class("FastSAC")(
-            obs_shapes, action_dim, config.algo, num_envs=1, world_size=1, device=device
-        )
-    else:
-        algo = config.algo
-        if config.algo_name == "distill":
-            algo = _teacher_config(algo, ckpt["learner"][0]["teacher"])
-        cls = algos_class("PPO") if config.algo_name == "ppo" else algos_class("Distillation")
-        learner = cls(obs_shapes, action_dim, algo, device=device)
+    spec = algorithm_spec(config.algo_name)
+    algo = config.algo
     state = ckpt["learner"][0]
-    if config.algo_name == "fastsac":  # a saved replay shard (runner.save_replay) is not needed
+    if spec.teacher:
+        algo = _teacher_config(algo, state["teacher"])
+    learner = spec.build_learner(obs_shapes, action_dim, algo, device=device)
+    if spec.replay:  # a saved replay shard (runner.save_replay) is not needed to act
         state = {k: v for k, v in state.items() if k != "replay"}
     learner.load_state_dict(state)
     if hasattr(learner, "eval_mode"):  # PPO, Distillation; FastSAC's policy has no mode

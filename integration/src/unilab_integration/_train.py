@@ -26,6 +26,7 @@ from typing import Any
 import attrs
 import torch
 
+from ._algorithms import algorithm_spec
 from ._checkpoint import (
     CheckpointError,
     load_checkpoint,
@@ -130,7 +131,7 @@ def validate(config: TrainConfig, resume: str | None = None) -> int:
                     f"{ckpt['path']} was trained with {what} '{ckpt[key]}', this run uses '{mine}'"
                 )
         _check_budget_left(config, world, ckpt)
-    if config.algo_name == "distill":
+    if algorithm_spec(config.algo_name).teacher:
         load_teacher_checkpoint(run.teacher, config.task)
     return world
 

@@ -24,6 +24,7 @@ from tensordict import TensorDict
 import unilab_dist
 from unilab_dist import DistContext
 
+from .._algorithms import algorithm_spec
 from .._checkpoint import (
     CheckpointError,
     capture_rng,
@@ -442,7 +443,9 @@ class Runner:
         notes = []
         if not same and learner_state.pop("replay", None) is not None:
             notes.append("the saved replay shards do not fit this layout: replay starts empty")
-        elif same and self.config.algo_name == "fastsac" and "replay" not in learner_state:
+        elif (
+            same and algorithm_spec(self.config.algo_name).replay and "replay" not in learner_state
+        ):
             notes.append(
                 "the checkpoint has no replay (runner.save_replay=false): replay starts empty "
                 "(not bit-for-bit)"

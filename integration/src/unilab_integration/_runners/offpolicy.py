@@ -14,7 +14,7 @@ import torch
 
 import unilab_dist
 
-from .._algorithms import algos_class
+from .._algorithms import algorithm_spec
 from ._base import Runner
 from .onpolicy import injected_sync
 
@@ -26,13 +26,13 @@ class OffPolicyRunner(Runner):
 
     def _make_learner(self) -> Any:
         grad_sync, reduce_sum = injected_sync(self.ctx)
-        return algos_class("FastSAC")(
+        return algorithm_spec(self.config.algo_name).build_learner(
             self.obs_shapes,
             int(self.env.action_dim),
             self.config.algo,
+            device=self.device,
             num_envs=self.num_envs,
             world_size=self.ctx.world_size,
-            device=self.device,
             grad_sync=grad_sync,
             reduce_sum=reduce_sum,
         )

@@ -17,7 +17,7 @@ import torch
 
 import unilab_dist
 
-from .._algorithms import algos_class
+from .._algorithms import algorithm_spec
 from .._checkpoint import load_teacher_checkpoint
 from .._config import TrainConfig
 from ._base import Runner
@@ -37,21 +37,23 @@ class OnPolicyRunner(Runner):
 
     def _make_learner(self) -> Any:
         grad_sync, reduce_sum = injected_sync(self.ctx)
+        spec = algorithm_spec(self.config.algo_name)
         algo = self.config.algo
         teacher = None
-        if self.config.algo_name == "distill":
+        if spec.teacher:
             teacher = self._teacher_checkpoint()
             # the teacher network is the PPO actor it was trained as
             ppo = TrainConfig.from_dict(teacher["config"]).algo
             algo = attrs.evolve(algo, teacher=ppo.actor, teacher_obs=ppo.actor_obs)
             # checkpoints record the config the learner was built with (its teacher network)
             self.config = attrs.evolve(self.config, algo=algo)
-        cls = algos_class("PPO") if self.config.algo_name == "ppo" else algos_class("Distillation")
-        learner = cls(
+        learner = spec.build_learner(
             self.obs_shapes,
             int(self.env.action_dim),
             algo,
             device=self.device,
+            num_envs=self.num_envs,
+            world_size=self.ctx.world_size,
             grad_sync=grad_sync,
             reduce_sum=reduce_sum,
         )
