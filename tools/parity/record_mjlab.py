@@ -528,6 +528,9 @@ def main() -> None:
     ap.add_argument(
         "--oob-margin", type=float, default=None, help="with --terrain small: bounds margin (m)"
     )
+    ap.add_argument(
+        "--nconmax", type=int, default=None, help="override the task's per-world contact capacity"
+    )
     args = ap.parse_args()
 
     import mjlab.tasks  # noqa: F401  (fills the task registry)
@@ -537,6 +540,8 @@ def main() -> None:
     cfg = load_env_cfg(args.task)
     cfg.scene.num_envs = args.num_envs
     cfg.seed = args.seed
+    if args.nconmax is not None:
+        cfg.sim.nconmax = args.nconmax
     if args.terrain == "small":
         small_terrain(cfg, 0.3 if args.oob_margin is None else args.oob_margin)
     cfg_noise = {}
