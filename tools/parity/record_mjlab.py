@@ -5,6 +5,10 @@
       --task Mjlab-Velocity-Flat-Unitree-Go1 --num-envs 4 --steps 40 --seed 0 --device cpu \
       --out packages/unilab-envs/tests/data/mjlab/go1_flat
 
+Rough tasks: `--terrain small` records on a 3 x 3 tile grid of MJLab's generator and keeps
+its compiled geometry in the fixture (`small_terrain`); `--oob-margin`, `--nconmax`: the
+README's table says which fixture sets them and why.
+
 Runs MJLab's own `ManagerBasedRlEnv` (the env its training script builds) under a seeded
 uniform random policy in [-1, 1] with the actor group's corruption (observation noise) off,
 and writes `<out>.npz` (compressed arrays) and `<out>.json` (constants and term settings).
