@@ -173,9 +173,24 @@ class Replay:
         f = np.concatenate(force, axis=1)
         return np.stack(found, 1).astype(np.float32), np.sign(f) * np.log1p(np.abs(f))
 
+    def forward_before_last_substep(self, t: int) -> None:
+        """Load the state before step t's last physics substep and run `forward`: the
+        derived fields (and contact sensors) MJLab's rewards read, one substep stale."""
+        import mujoco_warp as mjw
+
+        fx = self.fx
+        self.task.load_state(
+            self.ctx,
+            {
+                "qpos": fx["substep_last/qpos"][t],
+                "qvel": fx["substep_last/qvel"][t],
+                "ctrl": self.ctrl(fx["substep_last/ctrl"][t]),
+            },
+        )
+        mjw.forward(self.ctx.model, self.ctx.data)
+
     # the task's values for one recorded step
     def rewards(self, t: int) -> tuple[dict[str, np.ndarray], np.ndarray, np.ndarray]:
-        import mujoco_warp as mjw
         import warp as wp
 
         fx, task, ctx = self.fx, self.task, self.ctx
@@ -190,15 +205,7 @@ class Replay:
             state["terrain_origin"] = fx["mid/terrain/env_origins"][t]
         else:
             state["foot_height"] = fx["mid/sensor/foot_height_scan/heights"][t]
-        task.load_state(
-            ctx,
-            {
-                "qpos": fx["substep_last/qpos"][t],
-                "qvel": fx["substep_last/qvel"][t],
-                "ctrl": self.ctrl(fx["substep_last/ctrl"][t]),
-            },
-        )
-        mjw.forward(ctx.model, ctx.data)  # the derived fields MJLab's rewards read
+        self.forward_before_last_substep(t)  # the derived fields MJLab's rewards read
         sensor = "mid/sensor/feet_ground_contact/"
         if task.config.self_collision_subtree is not None:
             history = fx["mid/sensor/self_collision/force_history"][t]  # (N, 1, H, 3)
@@ -307,6 +314,13 @@ def rough_overrides(fx) -> dict:
     }
 
 
+def _replay_fixture(task: str, fixture: str, robot: str):
+    """A module-scoped pytest fixture: the `Replay` of `fixture` on `task`."""
+    return pytest.fixture(scope="module", name=fixture.removesuffix("_flat"))(
+        lambda: Replay(task, fixture, robot)
+    )
+
+
 class Errors:
     """Max abs error per term over the steps; the first step beyond tolerance is reported."""
 
@@ -332,14 +346,10 @@ class Errors:
         assert not self.failures, "\n".join(self.failures[:10])
 
 
-@pytest.fixture(scope="module")
-def go1():
-    return Replay("go1-velocity-flat", "go1_flat", "go1")
+go1 = _replay_fixture("go1-velocity-flat", "go1_flat", "go1")
 
 
-@pytest.fixture(scope="module")
-def g1():
-    return Replay("g1-velocity-flat", "g1_flat", "g1")
+g1 = _replay_fixture("g1-velocity-flat", "g1_flat", "g1")
 
 
 def check_model(replay: Replay) -> None:
@@ -488,21 +498,11 @@ def test_g1_self_collision_sensor_matches_mjlab(g1):
     # The rewards read a recorded history (loaded like the contact timers); this checks the
     # sensor that fills it: our self-collision |force| after the last substep's forward
     # against the newest entry of MJLab's history at reward time.
-    import mujoco_warp as mjw
-
-    fx, task, ctx = g1.fx, g1.task, g1.ctx
+    fx, ctx = g1.fx, g1.ctx
     err = Errors("g1-velocity-flat self-collision sensor")
     _, adr, _ = g1.sensors["self_collision_pelvis_force"]
     for t in range(fx.num_steps):
-        task.load_state(
-            ctx,
-            {
-                "qpos": fx["substep_last/qpos"][t],
-                "qvel": fx["substep_last/qvel"][t],
-                "ctrl": g1.ctrl(fx["substep_last/ctrl"][t]),
-            },
-        )
-        mjw.forward(ctx.model, ctx.data)
+        g1.forward_before_last_substep(t)
         ours = np.linalg.norm(ctx.data.sensordata.numpy()[:, adr : adr + 3], axis=-1)
         mjlab = np.linalg.norm(fx["mid/sensor/self_collision/force_history"][t][:, 0, 0], axis=-1)
         err.check("|force| newest substep", t, ours, mjlab, 1e-2 * max(1.0, mjlab.max()))
@@ -512,14 +512,10 @@ def test_g1_self_collision_sensor_matches_mjlab(g1):
 # --------------------------------------------------------------------------- rough terrain
 
 
-@pytest.fixture(scope="module")
-def go1_rough():
-    return Replay("go1-velocity-rough", "go1_rough", "go1")
+go1_rough = _replay_fixture("go1-velocity-rough", "go1_rough", "go1")
 
 
-@pytest.fixture(scope="module")
-def g1_rough():
-    return Replay("g1-velocity-rough", "g1_rough", "g1")
+g1_rough = _replay_fixture("g1-velocity-rough", "g1_rough", "g1")
 
 
 def check_terrain(replay: Replay) -> None:
@@ -584,7 +580,6 @@ def check_touch_sensors(replay: Replay) -> None:
     """The ground-touch sensors that fill `touch_force`: our |force| per geom after the last
     substep's forward against the newest entry of MJLab's histories at reward time."""
     import mujoco
-    import mujoco_warp as mjw
 
     fx, task, ctx, mjm = replay.fx, replay.task, replay.ctx, replay.env.mjm
     err = Errors(f"{task.spec.name} ground-touch sensors")
@@ -598,15 +593,7 @@ def check_touch_sensors(replay: Replay) -> None:
     ]
     touched = 0
     for t in range(fx.num_steps):
-        task.load_state(
-            ctx,
-            {
-                "qpos": fx["substep_last/qpos"][t],
-                "qvel": fx["substep_last/qvel"][t],
-                "ctrl": replay.ctrl(fx["substep_last/ctrl"][t]),
-            },
-        )
-        mjw.forward(ctx.model, ctx.data)
+        replay.forward_before_last_substep(t)
         sd = ctx.data.sensordata.numpy()
         ours = np.stack([np.linalg.norm(sd[:, a : a + 3], axis=-1) for a in adr], axis=1)
         mjlab = replay.touch_force("mid", t)[:, :, 0]
