@@ -5,6 +5,10 @@
       --task Mjlab-Velocity-Flat-Unitree-Go1 --num-envs 4 --steps 40 --seed 0 --device cpu \
       --out packages/unilab-envs/tests/data/mjlab/go1_flat
 
+Rough tasks: `--terrain small` records on a 3 x 3 tile grid of MJLab's generator and keeps
+its compiled geometry in the fixture (`small_terrain`); `--oob-margin`, `--nconmax`: the
+README's table says which fixture sets them and why.
+
 Runs MJLab's own `ManagerBasedRlEnv` (the env its training script builds) under a seeded
 uniform random policy in [-1, 1] with the actor group's corruption (observation noise) off,
 and writes `<out>.npz` (compressed arrays) and `<out>.json` (constants and term settings).
@@ -209,6 +213,18 @@ class Recorder:
         swing = self.rew_caps.get("foot_swing_height")
         if swing is not None and hasattr(swing.func, "peak_heights"):
             out["reward_state/foot_swing_height/peak_heights"] = to_np(swing.func.peak_heights)
+        terrain = env.scene.terrain
+        if terrain is not None and getattr(terrain, "terrain_origins", None) is not None:
+            out["terrain/levels"] = to_np(terrain.terrain_levels)
+            out["terrain/env_origins"] = to_np(env.scene.env_origins)
+        upright = env.reward_manager.get_term_cfg("upright").params.get("terrain_sensor_names")
+        if where == "mid" and upright:
+            # The plane normal MJLab's upright term fits to the terrain scan it reads.
+            from mjlab.tasks.velocity.mdp.terrain_utils import terrain_normal_from_sensors
+
+            out["reward_state/upright/terrain_normal"] = to_np(
+                terrain_normal_from_sensors(env, tuple(upright))
+            )
         return out
 
     def add(self, key: str, value: np.ndarray) -> None:
@@ -250,6 +266,59 @@ class Recorder:
 
     def stacked(self) -> dict[str, np.ndarray]:
         return {k: np.stack(v) for k, v in self.arrays.items()}
+
+
+# MjModel fields of the terrain body's geoms ("terrain/geom_<field>") and heightfields
+# ("terrain/hfield_<field>"): the compiled geometry a replay builds the same terrain from.
+TERRAIN_GEOM_FIELDS = (
+    "type", "pos", "quat", "size", "dataid", "group", "contype", "conaffinity", "condim",
+    "priority", "solmix", "solref", "solimp", "margin", "gap", "friction", "rgba",
+)  # fmt: skip
+
+
+def terrain_geometry(env) -> dict[str, np.ndarray]:
+    """The compiled terrain (geoms of the `terrain` body, heightfields) and its grid of
+    spawn origins; empty on a plane. Float64 fields are kept as float64 (exact)."""
+    import mujoco
+
+    terrain = env.scene.terrain
+    if terrain is None or getattr(terrain, "terrain_origins", None) is None:
+        return {}
+    m = env.sim.mj_model
+    body = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_BODY, "terrain")
+    assert (m.body_pos[body] == 0).all() and (m.body_quat[body] == [1, 0, 0, 0]).all()
+    ids = np.flatnonzero(m.geom_bodyid == body)
+    out = {
+        f"terrain/geom_{f}": np.asarray(getattr(m, "geom_" + f)[ids]) for f in TERRAIN_GEOM_FIELDS
+    }
+    out["terrain/hfield_size"] = np.asarray(m.hfield_size)
+    out["terrain/hfield_nrow"] = np.asarray(m.hfield_nrow)
+    out["terrain/hfield_ncol"] = np.asarray(m.hfield_ncol)
+    out["terrain/hfield_data"] = np.asarray(m.hfield_data)  # float32, row-major per field
+    out["terrain/origins"] = to_np(terrain.terrain_origins)  # (rows, cols, 3)
+    out["terrain/types"] = to_np(terrain.terrain_types)  # (N,) column of each env
+    return out
+
+
+def small_terrain(cfg, margin: float) -> None:
+    """A 3 x 3 grid of 4 m tiles (stairs: boxes; random roughness and a slope: heightfields)
+    in a 1 m border, instead of ROUGH_TERRAINS_CFG's 10 x 7 of 8 m in 20 m, so the fixture
+    can carry the compiled geometry. Platforms of 1 m put the scans over steps and slopes;
+    `margin` (MJLab: 0.3 m) moves out_of_terrain_bounds' limit in to where the robots are."""
+    from mjlab.terrains import config as presets
+
+    gen = cfg.scene.terrain.terrain_generator
+    gen.size, gen.num_rows, gen.border_width, gen.seed = (4.0, 4.0), 3, 1.0, 0
+    gen.sub_terrains = {
+        "pyramid_stairs": presets.pyramid_stairs(
+            proportion=0.2, step_height_range=(0.05, 0.15), platform_width=1.0, border_width=0.25
+        ),
+        "random_rough": presets.random_rough(proportion=0.1),
+        "hf_pyramid_slope": presets.hf_pyramid_slope(
+            proportion=0.1, slope_range=(0.0, 1.0), platform_width=1.0
+        ),
+    }
+    cfg.terminations["out_of_terrain_bounds"].params["margin"] = margin
 
 
 def model_params(env) -> dict[str, np.ndarray]:
@@ -359,7 +428,22 @@ def metadata(env, cfg_noise: dict, args, arrays: dict[str, np.ndarray]) -> dict:
         entry = {"type": type(sensor).__name__}
         if hasattr(sensor, "primary_names"):
             entry["primary_names"] = sensor.primary_names
+        if entry["type"] in ("RayCastSensor", "TerrainHeightSensor"):
+            entry["cfg"] = {
+                k: v for k, v in jsonable(sensor.cfg).items() if k not in ("viz", "debug_vis")
+            }
         sensors[name] = entry
+    terrain_cfg = env.cfg.scene.terrain
+    terrain = None
+    if terrain_cfg is not None and terrain_cfg.terrain_generator is not None:
+        terrain = {
+            "max_init_terrain_level": terrain_cfg.max_init_terrain_level,
+            "generator": jsonable(terrain_cfg.terrain_generator),
+            "sub_terrain_types": {
+                n: type(s).__name__ for n, s in terrain_cfg.terrain_generator.sub_terrains.items()
+            },
+            "override": args.terrain,
+        }
     versions = {
         p: importlib.metadata.version(p)
         for p in ("mjlab", "mujoco", "mujoco-warp", "warp-lang", "torch", "numpy")
@@ -423,6 +507,7 @@ def metadata(env, cfg_noise: dict, args, arrays: dict[str, np.ndarray]) -> dict:
             },
         },
         "sensors": sensors,
+        "terrain": terrain,
         "arrays": {k: {"shape": list(v.shape), "dtype": str(v.dtype)} for k, v in arrays.items()},
     }
 
@@ -438,6 +523,18 @@ def main() -> None:
     )
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--out", required=True, help="output path without suffix")
+    ap.add_argument(
+        "--terrain",
+        choices=("task", "small"),
+        default="task",
+        help="rough tasks: the task's terrain generator, or `small_terrain` (3 x 3 tiles)",
+    )
+    ap.add_argument(
+        "--oob-margin", type=float, default=None, help="with --terrain small: bounds margin (m)"
+    )
+    ap.add_argument(
+        "--nconmax", type=int, default=None, help="override the task's per-world contact capacity"
+    )
     args = ap.parse_args()
 
     import mjlab.tasks  # noqa: F401  (fills the task registry)
@@ -447,6 +544,10 @@ def main() -> None:
     cfg = load_env_cfg(args.task)
     cfg.scene.num_envs = args.num_envs
     cfg.seed = args.seed
+    if args.nconmax is not None:
+        cfg.sim.nconmax = args.nconmax
+    if args.terrain == "small":
+        small_terrain(cfg, 0.3 if args.oob_margin is None else args.oob_margin)
     cfg_noise = {}
     for group, gcfg in cfg.observations.items():
         cfg_noise[group] = {n: noise_settings(t.noise) for n, t in gcfg.terms.items()}
@@ -482,7 +583,7 @@ def main() -> None:
             rec.add(f"substep_last/{k}", v)
         rec.add_obs(obs)
 
-    arrays = rec.stacked() | params
+    arrays = rec.stacked() | params | terrain_geometry(env)
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     np.savez_compressed(out.with_suffix(".npz"), **arrays)

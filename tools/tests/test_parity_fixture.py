@@ -23,7 +23,12 @@ _spec.loader.exec_module(fixture)
 TASKS = {
     "go1_flat": ("Mjlab-Velocity-Flat-Unitree-Go1", 12),
     "g1_flat": ("Mjlab-Velocity-Flat-Unitree-G1", 29),
+    "go1_rough": ("Mjlab-Velocity-Rough-Unitree-Go1", 12),
+    "g1_rough": ("Mjlab-Velocity-Rough-Unitree-G1", 29),
 }
+ROUGH = sorted(name for name in TASKS if name.endswith("_rough"))
+HFIELD = 1  # mjtGeom.mjGEOM_HFIELD
+BOX = 6
 
 
 @pytest.fixture(scope="module", params=sorted(TASKS))
@@ -38,13 +43,16 @@ def test_metadata_and_shapes(fx):
     assert f.meta["versions"]["mjlab"] == "1.6.0"
     assert f.meta["versions"]["mujoco-warp"].startswith("3.11")
     k, n = f.num_steps, f.num_envs
-    assert (k, n) == (f.meta["steps"], f.meta["num_envs"]) == (40, 4)
+    assert (k, n) == (f.meta["steps"], f.meta["num_envs"])
+    assert n == 4 and k in (25, 40)
     assert f["action"].shape == (k, n, num_actions)
     assert len(f.meta["action"]["joint_names"]) == num_actions
     assert f.meta["step_dt"] == pytest.approx(f.meta["physics_dt"] * f.meta["decimation"])
     for key, spec in f.meta["arrays"].items():
         assert list(f[key].shape) == spec["shape"], key
         lead = f[key].shape[:2]
+        if key.startswith("terrain/"):
+            continue  # the terrain's geometry and grid (test_terrain_geometry)
         if key.startswith(("post/", "obs/", "obs_term/")):
             assert lead == (k + 1, n), key
         elif key.startswith(("model/", "robot/")):
@@ -148,3 +156,74 @@ def test_observation_groups_are_their_terms_concatenated(fx):
     np.testing.assert_allclose(biased_rel, f["obs_term/critic/joint_pos"], atol=1e-6)
     qpos = f["post/data/qpos"][..., 7:]  # free joint first; actuated joints in action order
     np.testing.assert_allclose(joint_rel, qpos, atol=1e-6)
+
+
+@pytest.fixture(scope="module", params=ROUGH)
+def rough(request):
+    return fixture.load(DATA / request.param)
+
+
+def test_terrain_geometry(rough):
+    # The recorded terrain is MJLab's generator output, on a grid of its own: boxes and
+    # heightfields on the terrain body, one column per sub-terrain type.
+    f = rough
+    gen = f.meta["terrain"]["generator"]
+    assert f.meta["terrain"]["override"] == "small" and gen["curriculum"]
+    kinds = f["terrain/geom_type"]
+    assert {HFIELD, BOX} <= set(kinds.tolist())
+    hf = kinds == HFIELD
+    ids = f["terrain/geom_dataid"][hf]
+    assert sorted(ids.tolist()) == list(range(len(f["terrain/hfield_size"])))
+    assert np.all(f["terrain/geom_dataid"][~hf] == -1)
+    cells = int((f["terrain/hfield_nrow"] * f["terrain/hfield_ncol"]).sum())
+    data = f["terrain/hfield_data"]
+    assert len(data) == cells and data.min() >= 0.0 and data.max() <= 1.0
+    assert f["terrain/geom_pos"].dtype == np.float64  # exact, not the float32 of the rest
+    rows, cols = f["terrain/origins"].shape[:2]
+    assert (rows, cols) == (gen["num_rows"], len(gen["sub_terrains"]))
+    types = f["terrain/types"]
+    assert np.all(np.diff(types) >= 0) and set(types.tolist()) == set(range(cols))
+
+
+def test_env_origins_follow_the_terrain_levels(rough):
+    # MJLab's TerrainEntity: each env's origin is the tile (level, type).
+    f = rough
+    rows = f["terrain/origins"].shape[0]
+    for where in ("mid", "post"):
+        levels = f[f"{where}/terrain/levels"]
+        assert levels.min() >= 0 and levels.max() < rows
+        expected = f["terrain/origins"][levels, f["terrain/types"][None, :]]
+        np.testing.assert_array_equal(f[f"{where}/terrain/env_origins"], expected)
+    # Levels move only at resets.
+    done = f["terminated"] | f["truncated"]
+    moved = f["post/terrain/levels"][1:] != f["post/terrain/levels"][:-1]
+    assert not np.any(moved & ~done)
+
+
+def test_out_of_terrain_bounds_is_the_root_against_the_limit(rough):
+    f = rough
+    gen = f.meta["terrain"]["generator"]
+    (oob,) = [t for t in f.termination_terms() if t["name"] == "out_of_terrain_bounds"]
+    rows, cols = f["terrain/origins"].shape[:2]
+    margin = oob["params"]["margin"]
+    limit_x = rows * gen["size"][0] / 2 + gen["border_width"] - margin
+    limit_y = cols * gen["size"][1] / 2 + gen["border_width"] - margin
+    root = f.meta["model_names"]["body"].index("robot/" + f.meta["robot"]["body_names"][0])
+    xy = f["mid/data/xpos"][:, :, root, :2]  # the root link, one substep stale
+    expected = (np.abs(xy[..., 0]) > limit_x) | (np.abs(xy[..., 1]) > limit_y)
+    np.testing.assert_array_equal(f["term/out_of_terrain_bounds"], expected)
+    assert f["term/out_of_terrain_bounds"].any(), "the window should hold a bounds time-out"
+
+
+def test_height_scan_is_bounded_and_the_terrain_normal_a_unit_up_vector(rough):
+    f = rough
+    max_d = f.meta["sensors"]["terrain_scan"]["cfg"]["max_distance"]
+    for group in ("actor", "critic"):
+        scan = f[f"obs_term/{group}/height_scan"]
+        assert scan.shape[2] == 17 * 11 and scan.min() >= 0.0 and scan.max() <= max_d
+    normal = (
+        f["mid/reward_state/upright/terrain_normal"] if "go1" in f.meta["task"].lower() else None
+    )
+    if normal is not None:
+        np.testing.assert_allclose(np.linalg.norm(normal, axis=-1), 1.0, atol=1e-5)
+        assert np.all(normal[..., 2] > 0) and np.abs(normal[..., :2]).max() > 0.05

@@ -376,3 +376,29 @@ def test_g1_self_collision_history_rolls_per_substep_and_clears_at_reset():
     history = task.self_collision_force.numpy()
     np.testing.assert_array_equal(history[[0, 2]], 0.0)
     np.testing.assert_array_equal(history[[1, 3]], want[[1, 3]])
+
+
+def test_rough_task_on_a_given_terrain_is_the_generated_one(tmp_path):
+    """`terrain=TerrainGeometry` (or its saved file) builds the same model and spawn table as
+    the generator it was taken from."""
+    import mujoco
+
+    import unilab_envs
+    from unilab_envs.terrain import TerrainConfig, TerrainGeometry, add_terrain
+
+    mjlab_robot("go1")
+    config = TerrainConfig(num_rows=2, border_width=1.0)
+    spec = mujoco.MjSpec()
+    layout = add_terrain(spec, config)
+    geometry = TerrainGeometry.from_model(spec.compile(), layout, border_width=1.0)
+    geometry.save(tmp_path / "terrain.npz")
+    generated = unilab_envs.make("go1-velocity-rough", num_envs=N, terrain=config)
+    for terrain in (geometry, str(tmp_path / "terrain.npz")):
+        given = unilab_envs.make("go1-velocity-rough", num_envs=N, terrain=terrain)
+        a, b = generated.mjm, given.mjm
+        for field in ("geom_type", "geom_pos", "geom_size", "geom_bodyid", "hfield_data"):
+            np.testing.assert_array_equal(getattr(a, field), getattr(b, field), field)
+        assert given.task.params().oob_x == generated.task.params().oob_x
+        np.testing.assert_array_equal(
+            given.task.levels.table.numpy(), generated.task.levels.table.numpy()
+        )

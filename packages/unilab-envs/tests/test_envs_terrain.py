@@ -134,3 +134,55 @@ def test_config_validation():
         attrs.evolve(TerrainConfig(), layout="spiral")
     with pytest.raises(ValueError, match="lo <= hi"):
         PyramidStairsTerrain(name="s", step_height_range=(0.2, 0.1))
+
+
+# ---------------------------------------------------------------- a given terrain (geometry)
+_COMPILED = (
+    "geom_type", "geom_pos", "geom_quat", "geom_size", "geom_rbound", "geom_aabb",
+    "geom_friction", "geom_condim", "geom_solref", "geom_solimp", "geom_group", "geom_dataid",
+    "hfield_size", "hfield_nrow", "hfield_ncol", "hfield_adr", "hfield_data",
+)  # fmt: skip
+
+
+def test_geometry_from_a_model_rebuilds_it_bit_for_bit(tmp_path):
+    from unilab_envs.terrain import TerrainGeometry
+
+    config = TerrainConfig(num_rows=2, border_width=1.0, geom_group=2)
+    model, layout = _build(config)
+    geometry = TerrainGeometry.from_model(model, layout, border_width=1.0, seed=3)
+    assert geometry.geom_group == 2 and geometry.num_geoms == model.ngeom
+    geometry.save(tmp_path / "t.npz")
+    for g in (geometry, TerrainGeometry.load(tmp_path / "t.npz")):
+        rebuilt, again = _build(g)  # add_terrain adds a given geometry as it is
+        assert again is g.layout
+        for field in _COMPILED:
+            np.testing.assert_array_equal(getattr(rebuilt, field), getattr(model, field), field)
+    loaded = TerrainGeometry.load(tmp_path / "t.npz")
+    assert (loaded.border_width, loaded.geom_group, loaded.seed) == (1.0, 2, 3)
+    assert loaded.layout.type_names == layout.type_names
+    np.testing.assert_array_equal(loaded.layout.origins, layout.origins)
+
+
+def test_geometry_contact_fields_and_rejections():
+    from unilab_envs.terrain import TerrainGeometry
+
+    _, layout = _build(TerrainConfig(num_rows=1))
+    box = {"type": [6], "pos": [[0, 0, -0.5]], "quat": [[1, 0, 0, 0]], "size": [[5, 5, 0.5]]}
+    g = TerrainGeometry(
+        geoms={**box, "friction": [[0.7, 0.01, 0.001]], "condim": [4]}, layout=layout
+    )
+    model, _ = _build(g)
+    np.testing.assert_array_equal(model.geom_friction[0], [0.7, 0.01, 0.001])
+    assert model.geom_condim[0] == 4 and model.body_mass[1] == 0.0
+    with pytest.raises(ValueError, match=r"missing \['size'\]"):
+        TerrainGeometry(geoms={k: v for k, v in box.items() if k != "size"}, layout=layout)
+    with pytest.raises(ValueError, match=r"MESH.*convert meshes"):
+        TerrainGeometry(geoms={**box, "type": [7]}, layout=layout)
+    with pytest.raises(ValueError, match="heightfield geoms need"):
+        TerrainGeometry(geoms={**box, "type": [1]}, layout=layout)
+    with pytest.raises(ValueError, match="'pos' has 2 rows"):
+        TerrainGeometry(geoms={**box, "pos": [[0, 0, 0]] * 2}, layout=layout)
+    spec = mujoco.MjSpec()
+    spec.worldbody.add_geom(type=mujoco.mjtGeom.mjGEOM_PLANE, size=[1, 1, 1])
+    with pytest.raises(ValueError, match="no body 'terrain'"):
+        TerrainGeometry.from_model(spec.compile(), layout)

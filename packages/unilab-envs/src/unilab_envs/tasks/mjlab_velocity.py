@@ -26,6 +26,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 import attrs
@@ -44,6 +45,7 @@ from unilab_envs.terrain import (
     HeightScan,
     RingPattern,
     TerrainConfig,
+    TerrainGeometry,
     TerrainLevels,
     add_terrain,
 )
@@ -102,12 +104,15 @@ def _contact_sensor(spec: mujoco.MjSpec, name: str, field: str, obj, ref, reduce
     )
 
 
-def _terrain_config(value: Any) -> TerrainConfig | None:
-    if value is None or isinstance(value, TerrainConfig):
+def _terrain_config(value: Any) -> TerrainConfig | TerrainGeometry | None:
+    if value is None or isinstance(value, (TerrainConfig, TerrainGeometry)):
         return value
+    if isinstance(value, (str, Path)):
+        return TerrainGeometry.load(value)  # a file TerrainGeometry.save wrote
     if not isinstance(value, Mapping):
         raise TypeError(
-            f"terrain must be a TerrainConfig, a mapping of its fields or None, not {value!r}"
+            "terrain must be a TerrainConfig, a mapping of its fields, a TerrainGeometry, "
+            f"the path of a saved TerrainGeometry (.npz) or None, not {value!r}"
         )
     fields = {k: tuple(v) if isinstance(v, list) else v for k, v in value.items()}
     return attrs.evolve(TerrainConfig(), **fields)
@@ -232,8 +237,12 @@ class MjlabVelocityConfig:
     noise_joint_pos: float = 0.01
     noise_joint_vel: float = 1.5
     # ---- rough terrain (MJLab's rough tasks; None: flat, a plane at z = 0) ----
-    # (a mapping of TerrainConfig's fields, e.g. from a JSON config, is converted)
-    terrain: TerrainConfig | None = attrs.field(default=None, converter=_terrain_config)
+    # A TerrainConfig generates the grid (a mapping of its fields, e.g. from a JSON config,
+    # is converted); a TerrainGeometry (or the path of one saved) is a given terrain, added
+    # as it is: its geoms, heightfields and layout replace the generated ones.
+    terrain: TerrainConfig | TerrainGeometry | None = attrs.field(
+        default=None, converter=_terrain_config
+    )
     # curriculum: initial levels uniform in [0, max_init_terrain_level] (None: every row)
     max_init_terrain_level: int | None = 5
     # terrain_scan: rays under `terrain_scan_body` (policy and critic `height_scan`:
@@ -298,7 +307,9 @@ class MjlabVelocityTask(Task):
         self.levels: TerrainLevels | None = None
         if config.terrain is not None:
             # the grid (host numpy, ~0.02 s): the curriculum needs it before `build_model`
-            self.layout = add_terrain(mujoco.MjSpec(), config.terrain)
+            terrain = config.terrain
+            given = isinstance(terrain, TerrainGeometry)
+            self.layout = terrain.layout if given else add_terrain(mujoco.MjSpec(), terrain)
             self.levels = TerrainLevels(
                 self.layout,
                 max_init_level=config.max_init_terrain_level,
@@ -681,7 +692,11 @@ class MjlabVelocityTask(Task):
                 "foot_height" (F, m: the last sampled foot heights the rewards read),
                 "peak_height" (F, m: foot_swing_height's peaks),
                 "self_collision_force" (H: |force| of the self-collision sensor in each of the
-                last H substeps, newest first; H = 0 without the sensor).
+                last H substeps, newest first; H = 0 without the sensor),
+                "touch_force" (G, H: the ground-touch sensors' |force| histories, geoms in
+                shank, trunk/head, illegal-contact order).
+            rough: "terrain_level" (int: the world's row), "terrain_origin" (3: its spawn
+                origin, the tile (level, type)'s).
         Loading "body_ipos" recomputes the model constants derived from it (`set_const`, as
         after the startup draw). Derived MJWarp data fields are not recomputed: call `mujoco_warp.forward` after it when
         the next hook should read them for the new state. Host-side; not for a captured step.
@@ -699,6 +714,9 @@ class MjlabVelocityTask(Task):
             targets[name] = getattr(ctx, name)
         for name in _TASK_STATE:
             targets[name] = getattr(self, name)
+        if self.levels is not None:
+            targets["terrain_level"] = self.levels.levels
+            targets["terrain_origin"] = self.levels.origin
         unknown = sorted(set(state) - set(targets))
         if unknown:
             raise ValueError(f"unknown state names {unknown}; known: {sorted(targets)}")

@@ -5,6 +5,9 @@ from unilab_envs.terrain import TerrainConfig, add_terrain
 spec = mujoco.MjSpec()
 layout = add_terrain(spec, TerrainConfig(seed=0))   # MJLab 1.6.0's rough grid: 10 x 7 tiles
 model = spec.compile()                               # layout.origins: float64 [10, 7, 3]
+
+A terrain made elsewhere enters as `TerrainGeometry` (its compiled geoms and heightfields,
+e.g. `TerrainGeometry.from_model(model, layout)`), which `add_terrain` adds instead.
 """
 
 from unilab_envs.terrain.boxes import FlatTerrain as FlatTerrain
@@ -15,6 +18,7 @@ from unilab_envs.terrain.generator import TerrainConfig as TerrainConfig
 from unilab_envs.terrain.generator import TerrainLayout as TerrainLayout
 from unilab_envs.terrain.generator import add_terrain as add_terrain
 from unilab_envs.terrain.generator import rough_sub_terrains as rough_sub_terrains
+from unilab_envs.terrain.geometry import TerrainGeometry as TerrainGeometry
 from unilab_envs.terrain.heightfield import PyramidSlopeTerrain as PyramidSlopeTerrain
 from unilab_envs.terrain.heightfield import RandomUniformTerrain as RandomUniformTerrain
 from unilab_envs.terrain.heightfield import WaveTerrain as WaveTerrain
@@ -36,6 +40,7 @@ __all__ = [
     "SteppingStonesTerrain",
     "SubTerrain",
     "TerrainConfig",
+    "TerrainGeometry",
     "TerrainLayout",
     "TerrainLevels",
     "Tile",

@@ -165,14 +165,18 @@ def _plan(config: TerrainConfig, rng: np.random.Generator):
     return types, diff, np.full(cols, 1.0 / cols)
 
 
-def add_terrain(spec: mujoco.MjSpec, config: TerrainConfig | None = None) -> TerrainLayout:
+def add_terrain(spec: mujoco.MjSpec, config=None) -> TerrainLayout:
     """Add the terrain grid to `spec` as a static body named "terrain" (boxes and one
     heightfield asset per heightfield tile); returns the layout (spawn origins per tile).
+    `config`: a `TerrainConfig` (None: the default one), or a `TerrainGeometry`, whose
+    given geoms are added instead (`TerrainGeometry.add_to`).
 
     Deterministic: the same config (seed included) gives an identical model on every call,
     process and rank. The spec must not already have a body named "terrain".
     """
     config = config or TerrainConfig()
+    if not isinstance(config, TerrainConfig):  # a TerrainGeometry (which imports this module)
+        return config.add_to(spec)
     rng = np.random.default_rng(config.seed)
     types, diff, weights = _plan(config, rng)
     rows, cols = types.shape
