@@ -106,7 +106,7 @@ def compose(args):
         f"runner.log_dir={json.dumps(str(run_dir.parent))}",
         f"runner.run_name={json.dumps(run_dir.name)}",
         "runner.progress=false",
-        "runner.tensorboard=false",
+        'runner.loggers=["console","jsonl"]',  # the parent follows metrics.jsonl
         # one checkpoint at the end of a run that ends itself; --save-interval for runs that the
         # wall-clock cap stops (a stopped run writes none), e.g. to evaluate them afterwards
         f"runner.save_interval={args.save_interval or args.max_iterations}",
