@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from ._algorithms import ALGORITHMS as ALGORITHMS
     from ._algorithms import AlgorithmSpec as AlgorithmSpec
+    from ._algorithms import register_algorithm as register_algorithm
     from ._checkpoint import CheckpointError as CheckpointError
     from ._checkpoint import load_checkpoint as load_checkpoint
     from ._checkpoint import resolve_checkpoint as resolve_checkpoint
@@ -78,6 +79,7 @@ __all__ = [
     "make_config",
     "make_runner",
     "play",
+    "register_algorithm",
     "register_sink",
     "register_task_defaults",
     "resolve_checkpoint",
@@ -92,6 +94,7 @@ __all__ = [
 _LAZY = {
     "ALGORITHMS": "._algorithms",
     "AlgorithmSpec": "._algorithms",
+    "register_algorithm": "._algorithms",
     "CheckpointError": "._checkpoint",
     "load_checkpoint": "._checkpoint",
     "resolve_checkpoint": "._checkpoint",

@@ -11,7 +11,7 @@ from typing import Any
 
 import attrs
 
-__all__ = ["ALGORITHMS", "AlgorithmSpec", "algorithm_spec", "algos_class"]
+__all__ = ["ALGORITHMS", "AlgorithmSpec", "algorithm_spec", "algos_class", "register_algorithm"]
 
 
 @attrs.frozen(kw_only=True)
@@ -138,6 +138,25 @@ ALGORITHMS: dict[str, AlgorithmSpec] = {
         replay=True,
     ),
 }
+
+
+def register_algorithm(spec: AlgorithmSpec) -> None:
+    """Make an algorithm known to `make_config`, `unilab train --algo` and checkpoint loading.
+
+    Everything of the algorithm lives in its own module: its config (an attrs class), its
+    learner (the runner of `spec.kind` drives it: for "on-policy" `init_storage`,
+    `train_mode`/`eval_mode`, `act`, `process_env_step`, `compute_returns`, `update` -> metrics,
+    `state_dict`/`load_state_dict`, `policy_module`, `replicated_modules`) and this call. Name
+    that module in `runner.imports` so that every worker, and every later `unilab play` /
+    `eval` / `--resume` of the run, imports it before reading the run's config."""
+    if not isinstance(spec, AlgorithmSpec):
+        raise TypeError(f"register_algorithm takes an AlgorithmSpec, not {type(spec).__name__}")
+    if spec.kind not in ("on-policy", "off-policy"):
+        raise ValueError(f"algorithm kind must be 'on-policy' or 'off-policy', not {spec.kind!r}")
+    known = ALGORITHMS.get(spec.name)
+    if known is not None and known != spec:
+        raise ValueError(f"algorithm '{spec.name}' is already registered ({known.description})")
+    ALGORITHMS[spec.name] = spec
 
 
 def algorithm_spec(name: str) -> AlgorithmSpec:

@@ -200,11 +200,16 @@ class LaunchSettings:
             raise ValueError("give either launch.gpus or launch.cpu_workers, not both")
 
 
+def _registered_algorithm(instance: Any, attribute: attrs.Attribute, value: Any) -> None:
+    """`algo_name` is a registered algorithm (the built-in ones or `register_algorithm`'s)."""
+    one_of(*ALGORITHMS)(instance, attribute, value)
+
+
 @attrs.frozen(kw_only=True)
 class TrainConfig:
     """Everything one training run needs; saved as config.json in the run directory."""
 
-    algo_name: str = attrs.field(validator=one_of(*ALGORITHMS))
+    algo_name: str = attrs.field(validator=_registered_algorithm)
     preset: str = attrs.field(default="default", validator=one_of(*PRESETS))
     env: EnvConfig
     algo: Any
@@ -233,6 +238,12 @@ class TrainConfig:
         for key in ("algo_name", "env"):
             if key not in data:
                 raise ValueError(f"config lacks '{key}'")
+        # a module of runner.imports may register the algorithm or the task: import it first
+        imports = (data.get("runner") or {}).get("imports") or ()
+        if imports:
+            from ._envs import import_modules
+
+            import_modules(imports)
         algo_name = data["algo_name"]
         preset = data.get("preset", "default")
         template = make_config(data["env"]["task"], algo_name, preset=preset)

@@ -52,7 +52,12 @@ def _parser() -> argparse.ArgumentParser:
 
     t = sub.add_parser("train", help="train a policy on a task")
     t.add_argument("task", help="task name (see `unilab list`)")
-    t.add_argument("--algo", choices=sorted(ALGORITHMS), default="ppo")
+    t.add_argument(
+        "--algo",
+        default="ppo",
+        help=f"{', '.join(ALGORITHMS)}, or one that a module of runner.imports registers "
+        "(unilab_integration.register_algorithm); default ppo",
+    )
     t.add_argument("--preset", choices=PRESETS, default="default")
     where = t.add_mutually_exclusive_group()
     where.add_argument("--gpus", help="'all' or GPU indices like 0,1 (one worker each)")
@@ -217,6 +222,11 @@ def build_config(args: argparse.Namespace) -> TrainConfig:
         names = [name.strip() for name in args.loggers.split(",") if name.strip()]
         items.append(f"runner.loggers={json.dumps(names)}")
     items = [*items, *args.set]
+    imports = [i for i in items if i.partition("=")[0].strip() == "runner.imports"]
+    if imports and args.algo not in ALGORITHMS:
+        # a module of runner.imports may register the algorithm: import it before composing
+        probe = apply_overrides(make_config(args.task, "ppo", preset=args.preset), imports)
+        import_modules(probe.runner.imports)
     cfg = apply_overrides(make_config(args.task, args.algo, preset=args.preset), items)
     if cfg.runner.imports and task_defaults(args.task) is None:
         # a module of runner.imports may register the task with its defaults: compose again
