@@ -2,7 +2,6 @@
 
     python3 tools/bench/bench_time_to_walk.py evaluate RUN.json... [--num-envs 4096] [--device cuda]
     python3 tools/bench/bench_time_to_walk.py summary TTW.json... [--reference-s 600]
-    python3 tools/bench/bench_time_to_walk.py --quick      # self-test on made-up curves (CPU)
 
 The training runs come from the two scripts that already drive each side, on one GPU, with a
 checkpoint about every minute of wall-clock (docs/benchmarks/mjlab-tasks.md has the commands):
@@ -252,39 +251,8 @@ def print_summary(table: dict) -> None:
             )
 
 
-def self_test() -> None:
-    """--quick: the reference and time-to-reference rules on made-up curves."""
-
-    def run(side, pts):
-        return {
-            "side": side,
-            "task": "go1-velocity-flat",
-            "label": side,
-            "seed": 0,
-            "points": [
-                {"time_s": t, "lin_vel_error": a, "yaw_rate_error": b, "time_limit_fraction": c}
-                for t, a, b, c in pts
-            ],
-        }
-
-    mj = [
-        run("mjlab", [(60, 0.9, 0.9, 0.2), (590, 0.3, 0.4, 0.9), (650, 0.1, 0.1, 1.0)]),
-        run("mjlab", [(300, 0.5, 0.5, 0.5), (600, 0.5, 0.6, 0.7)]),
-    ]
-    ref = reference(mj, 600)
-    assert ref is not None and ref["runs"] == 2, ref
-    assert math.isclose(ref["lin_vel_error"], 0.4) and math.isclose(ref["yaw_rate_error"], 0.5)
-    assert math.isclose(ref["time_limit_fraction"], 0.8)
-    ul = run("unilab", [(30, 0.5, 0.4, 0.9), (60, 0.4, 0.6, 0.9), (90, 0.35, 0.45, 0.85)])
-    assert time_to_reference(ul, ref) == 90  # the first point that is no worse on all three
-    table = summary([*mj, ul], 600)
-    assert table["go1-velocity-flat"]["runs"][2]["time_to_reference_s"] == 90
-    print("bench_time_to_walk self-test: ok")
-
-
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--quick", action="store_true", help="self-test of the rules (CPU)")
     sub = ap.add_subparsers(dest="command")
     ev = sub.add_parser("evaluate", help="evaluate every checkpoint of training runs")
     ev.add_argument("runs", nargs="+", help="mjlab_<name>.json / ttt_<name>.json files")
@@ -295,9 +263,6 @@ def main(argv=None) -> None:
     su.add_argument("files", nargs="+", help="ttw_<name>.json files")
     su.add_argument("--reference-s", type=float, default=600.0)
     args = ap.parse_args(argv)
-    if args.quick:
-        self_test()
-        return
     if args.command == "evaluate":
         runs = [evaluate_run(p, args) for p in args.runs]
         print_summary(summary(runs, 600.0))

@@ -30,11 +30,6 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 
-# MJLab's task ids and UniLab's names for them
-TASKS = {
-    "Mjlab-Velocity-Flat-Unitree-Go1": "go1-velocity-flat",
-    "Mjlab-Velocity-Flat-Unitree-G1": "g1-velocity-flat",
-}
 # MJLab's play settings (mjlab/tasks/velocity/config/*/env_cfgs.py, play=True) for UniLab's task
 PLAY_COMMAND = {  # lin_vel_x, ang_vel_z
     "go1-velocity-flat": ((-1.5, 2.0), (-0.7, 0.7)),
@@ -107,7 +102,12 @@ def run_unilab(args) -> dict:
     from unilab_integration._train import _quiet_warp
 
     _quiet_warp()
-    task = TASKS[args.task]
+    sys.path.insert(0, str(ROOT / "tools" / "bench"))
+    from bench_time_to_walk import MJLAB_TASKS  # MJLab's task ids -> UniLab's task names
+
+    task = MJLAB_TASKS[args.task]
+    if task not in PLAY_COMMAND:
+        raise SystemExit(f"{args.task}: no play settings here for {task} (flat tasks only)")
     lin_x, ang_z = PLAY_COMMAND[task]
     overrides = {
         "obs_noise": False,
@@ -157,7 +157,7 @@ def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("side", choices=("mjlab", "unilab"))
     ap.add_argument("checkpoint", help="MJLab's model_<iteration>.pt")
-    ap.add_argument("--task", default="Mjlab-Velocity-Flat-Unitree-Go1", choices=sorted(TASKS))
+    ap.add_argument("--task", default="Mjlab-Velocity-Flat-Unitree-Go1", help="an MJLab task id")
     ap.add_argument("--num-envs", type=int, default=4096)
     ap.add_argument("--steps", type=int, default=1000)
     ap.add_argument("--seed", type=int, default=0)
