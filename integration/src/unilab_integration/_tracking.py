@@ -66,10 +66,6 @@ class _Tracker:
         self.truncated: torch.Tensor | None = None
         self.per_episode: torch.Tensor | None = None  # [N, 2] each episode's step means
 
-    @property
-    def counted(self) -> torch.Tensor | None:
-        return None if self.episodes is None else self.episodes.counted
-
     def __call__(self, env: Any, obs: Any, step: Any) -> None:
         track = env.task.velocity_tracking(obs)
         c, v, w = track["command"], track["lin_vel"], track["ang_vel"]
@@ -136,7 +132,7 @@ def evaluate_tracking(
         one_per_world=True,
         observer=tracker,
     )
-    if tracker.counted is None or not bool(tracker.counted.all()):
+    if tracker.episodes is None or not bool(tracker.episodes.counted.all()):
         raise RuntimeError("not every world finished an episode")  # play's step limit
     errors = tracker.per_episode.mean(dim=0)
     returns = result.returns
