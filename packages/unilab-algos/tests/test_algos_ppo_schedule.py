@@ -114,7 +114,9 @@ def test_float32_sync_rounds_the_lr_after_every_rule_with_a_grad_sync(lr_on_devi
         kls = []
         inner = ppo_step.adapt_lr
         monkeypatch.setattr(
-            ppo_step, "adapt_lr", lambda st, kl, kls=kls: (kls.append(kl.clone()), inner(st, kl))
+            ppo_step,
+            "adapt_lr",
+            lambda st, kl, kls=kls, inner=inner: (kls.append(kl.clone()), inner(st, kl)),
         )
         _rollout(ppo, seed=0)
         ppo.update()

@@ -2,13 +2,13 @@
 and the CUDA-graph capture helper."""
 
 from .config import GaussianConfig as GaussianConfig
+from .config import NetworkConfig as NetworkConfig
 from .cuda_graphs import CaptureMode as CaptureMode
 from .cuda_graphs import CaptureStatus as CaptureStatus
 from .cuda_graphs import CudaBackend as CudaBackend
 from .cuda_graphs import CudaGraphs as CudaGraphs
 from .cuda_graphs import GraphBackend as GraphBackend
 from .cuda_graphs import RerunBackend as RerunBackend
-from .config import NetworkConfig as NetworkConfig
 from .models import GaussianActor as GaussianActor
 from .models import Memory as Memory
 from .models import ValueCritic as ValueCritic

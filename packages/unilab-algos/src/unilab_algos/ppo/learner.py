@@ -52,24 +52,20 @@ from ._step import (
     sync_grads,
 )
 from .config import PPOConfig
-from .networks import RND, ExportPolicy, ExportRecurrentPolicy, build_actor, build_critic, td_module
+from .networks import (
+    RND,
+    ExportPolicy,
+    ExportRecurrentPolicy,
+    build_actor,
+    build_critic,
+    obs_dim,
+    td_module,
+)
 
 __all__ = ["WARMUP", "GradSync", "PPO"]
 
 WARMUP = 2
 """Eager (side-stream) calls of each captured body before its capture."""
-
-
-def _obs_dim(obs_shapes: Mapping[str, tuple[int, ...]], groups: tuple[str, ...]) -> int:
-    dim = 0
-    for g in groups:
-        if g not in obs_shapes:
-            raise ValueError(f"observation group {g!r} not in obs_shapes {sorted(obs_shapes)}")
-        shape = tuple(obs_shapes[g])
-        if len(shape) != 1:
-            raise ValueError(f"observation group {g!r} must be 1-D, got shape {shape}")
-        dim += shape[0]
-    return dim
 
 
 class PPO:
@@ -129,7 +125,7 @@ class PPO:
         obs_reduce = reduce_sum if cfg.obs_norm_scope == "global" else None
         self.adv_reduce = reduce_sum if cfg.advantage_norm_scope == "global" else None
         self.actor: GaussianActor = build_actor(
-            _obs_dim(obs_shapes, cfg.actor_obs),
+            obs_dim(obs_shapes, cfg.actor_obs),
             action_dim,
             cfg.actor,
             cfg.policy,
@@ -137,7 +133,7 @@ class PPO:
             reduce_sum=obs_reduce,
         ).to(self.device)
         self.critic: ValueCritic = build_critic(
-            _obs_dim(obs_shapes, cfg.critic_obs),
+            obs_dim(obs_shapes, cfg.critic_obs),
             cfg.critic,
             norm_mode=cfg.obs_norm_mode,
             reduce_sum=obs_reduce,
@@ -162,7 +158,7 @@ class PPO:
         self.rnd: RND | None = None
         self.rnd_optimizer: torch.optim.Optimizer | None = None
         if cfg.rnd is not None:
-            dim = _obs_dim(obs_shapes, cfg.rnd.obs)
+            dim = obs_dim(obs_shapes, cfg.rnd.obs)
             self.rnd = RND(dim, cfg.rnd, obs_reduce).to(self.device)
             self.rnd_optimizer = torch.optim.Adam(
                 self.rnd.predictor.parameters(), lr=cfg.rnd.learning_rate, **opt_kw
