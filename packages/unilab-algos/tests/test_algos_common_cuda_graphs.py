@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 import torch
+from _capture_helpers import RefusingBackend
 
 from unilab_algos.common import CaptureMode, CaptureStatus, CudaGraphs, RerunBackend
 
@@ -81,19 +82,8 @@ def test_a_part_is_captured_only_once_every_body_is():
     assert graphs.status.mode is CaptureMode.CAPTURED
 
 
-class _Refusing(RerunBackend):
-    def __init__(self, fail_on: str):
-        super().__init__()
-        self.fail_on = fail_on
-
-    def capture(self, fn, pool, device):
-        if fn.__name__ == self.fail_on:
-            raise RuntimeError("operation not permitted when stream is capturing")
-        return super().capture(fn, pool, device)
-
-
 def test_a_failed_capture_falls_back_for_good_with_the_reason():
-    backend = _Refusing("b")
+    backend = RefusingBackend("b")
     graphs, a, b, x, acc, holder = _counter_set(backend, warmup=1)
     x.fill_(1.0)
     holder["y"] = a()["y"]  # warm-up calls
@@ -123,7 +113,7 @@ def test_an_eager_failure_after_a_failed_capture_names_both_and_the_hint():
         CaptureStatus(CaptureMode.PENDING),
         torch.device("cpu"),
         warmup=0,
-        backend=_Refusing("body"),
+        backend=RefusingBackend("body"),
         hint="train with capture off",
     )
 

@@ -6,6 +6,7 @@ import io
 
 import pytest
 import torch
+from _capture_helpers import RefusingBackend
 from _fastsac_helpers import ACT, OBS, env_step, flat_state, random_batch, small_config
 from tensordict import TensorDict
 
@@ -125,13 +126,10 @@ def test_captured_path_equals_eager_bitwise(distributional):
     assert captured.capture_status["update"].mode is CaptureMode.PENDING
 
 
-class _Refusing(RerunBackend):
-    def capture(self, fn, pool, device):
-        raise RuntimeError("graph capture is not supported here")
-
-
 def test_a_failed_capture_falls_back_to_eager_with_the_reason():
-    eager, captured = _eager_and_captured(_Refusing())
+    eager, captured = _eager_and_captured(
+        RefusingBackend("", "graph capture is not supported here")
+    )
     gen = torch.Generator().manual_seed(2)
     with pytest.warns(UserWarning, match="FastSAC update CUDA graphs off, running eagerly"):
         for _ in range(2):

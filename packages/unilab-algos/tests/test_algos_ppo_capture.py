@@ -10,6 +10,7 @@ import warnings
 
 import pytest
 import torch
+from _capture_helpers import RefusingBackend
 from _ppo_helpers import scripted_collect, small_ppo
 
 from unilab_algos import PPO, CaptureMode, NetworkConfig, PPOConfig, RNDConfig
@@ -118,18 +119,11 @@ def test_captured_path_equals_eager_bitwise(kw):
     assert backend.calls["capture"] == bodies + 2 and _update(static).mode is CaptureMode.CAPTURED
 
 
-class _RefusingBackend(RerunBackend):
-    """Captures `forward/backward` but raises when asked to capture `apply`."""
-
-    def capture(self, fn, pool, device):
-        if "apply" in fn.__name__:
-            raise RuntimeError("CUDA error: operation not permitted when stream is capturing")
-        return super().capture(fn, pool, device)
-
-
 def test_a_failed_capture_finishes_eagerly_warns_and_stays_eager():
     eager = _make(_cfg())
-    static = _make(_cfg("cuda_graph"), backend=_RefusingBackend())
+    static = _make(
+        _cfg("cuda_graph"), backend=RefusingBackend("apply", "CUDA error: operation not permitted")
+    )
     with pytest.warns(UserWarning, match="PPO update CUDA graphs off, running eagerly"):
         ma, mb = _iteration(eager, 0), _iteration(static, 0)
     assert ma == mb

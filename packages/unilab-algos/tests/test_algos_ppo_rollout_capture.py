@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 import torch
+from _capture_helpers import RefusingBackend
 from _ppo_helpers import DoubleSum, obs_td, scripted_collect, scripted_rollout, small_ppo, step_td
 
 from unilab_algos import PPO, CaptureMode, NetworkConfig, PPOConfig, RNDConfig
@@ -127,16 +128,13 @@ def test_changed_step_keys_are_a_clear_error():
             ppo.process_env_step(step)
 
 
-class _Refusing(RerunBackend):
-    def capture(self, fn, pool, device):
-        if "moments" in fn.__name__:
-            raise RuntimeError("no graphs here")
-        return super().capture(fn, pool, device)
-
-
 def test_a_failed_capture_finishes_the_step_eagerly_and_stays_eager():
     eager = _make(_cfg(), reduce_sum=DoubleSum())
-    static = _make(_cfg(capture="auto"), reduce_sum=DoubleSum(), backend=_Refusing())
+    static = _make(
+        _cfg(capture="auto"),
+        reduce_sum=DoubleSum(),
+        backend=RefusingBackend("moments", "no graphs here"),
+    )
     with pytest.warns(UserWarning, match="PPO rollout CUDA graphs off, running eagerly"):
         _rollout(static, 0, update=False)
     _rollout(eager, 0, update=False)
