@@ -117,7 +117,6 @@ class PPO:
         self.cfg = cfg = config
         self.device = torch.device(device)
         self.action_dim = action_dim
-        self.grad_sync = grad_sync
         self.reduce_sum = reduce_sum
         self.generator = generator
         self.graph_backend = graph_backend
@@ -188,15 +187,15 @@ class PPO:
         self._pending_graphed = False  # whether the staged transition is the captured rollout's
         self._obs_groups = tuple(dict.fromkeys(cfg.actor_obs + cfg.critic_obs + self._rnd_obs()))
         self._adv_collectives = 0
-        self._update_graphs = self._graphs("PPO update", update_status)
+        self._update_graphs = self._new_graphs("PPO update", update_status)
         self._update = CapturedUpdate(
             self.state, self._update_graphs, self._obs_groups, self._params(), self.adv_reduce
         )
-        self._rollout_graphs = self._graphs("PPO rollout", self._rollout_check())
+        self._rollout_graphs = self._new_graphs("PPO rollout", self._rollout_check())
         self._rollout: CapturedRollout | None = None  # built by init_storage
 
     # ------------------------------------------------------------------ setup
-    def _graphs(self, label: str, status: CaptureStatus) -> CudaGraphs:
+    def _new_graphs(self, label: str, status: CaptureStatus) -> CudaGraphs:
         hint = "train with PPOConfig.capture='none'"
         if label == "PPO rollout":
             hint = "train with PPOConfig.capture_rollout=False"
@@ -236,6 +235,15 @@ class PPO:
         if normalizers_with_until(self.state):
             reasons.append("a normalizer with `until` checks its count on the host")
         return CaptureStatus.check(cfg.capture != "none" and cfg.capture_rollout, reasons)
+
+    @property
+    def grad_sync(self) -> GradSync | None:
+        """The injected gradient all-reduce (the one `PPOState.grad_sync`)."""
+        return self.state.grad_sync
+
+    @grad_sync.setter
+    def grad_sync(self, fn: GradSync | None) -> None:
+        self.state.grad_sync = fn
 
     @property
     def capture_status(self) -> dict[str, CaptureStatus]:
@@ -295,7 +303,9 @@ class PPO:
         template = TensorDict(fields, batch_size=[n], device=dev)
         self.storage = RolloutStorage(num_steps, num_envs, template, device=dev)
         if self._rollout_graphs.status.active:  # new static buffers for this storage
-            self._rollout_graphs = self._graphs("PPO rollout", CaptureStatus(CaptureMode.PENDING))
+            self._rollout_graphs = self._new_graphs(
+                "PPO rollout", CaptureStatus(CaptureMode.PENDING)
+            )
             self._rollout = CapturedRollout(
                 self.state, self._rollout_graphs, self._obs_groups, self.obs_shapes, self.storage
             )
