@@ -73,30 +73,53 @@ def test_logger_writes_table_jsonl_and_tensorboard(tmp_path):
 def test_startup_line_says_how_the_update_runs():
     from types import SimpleNamespace
 
+    from unilab_algos import CaptureMode, CaptureStatus
     from unilab_integration._runners._startup import learner_capture
 
-    def mode(status):
-        return learner_capture(SimpleNamespace(capture_status=status))
+    pending, captured, off = (
+        CaptureStatus(CaptureMode.PENDING),
+        CaptureStatus(CaptureMode.CAPTURED),
+        CaptureStatus(CaptureMode.OFF),
+    )
 
-    assert mode("pending") == mode("captured") == ["update in CUDA graphs"]
-    assert mode("off") == ["update eager (capture off in the algorithm's config)"]
-    assert mode("eager: recurrent mini-batches vary in shape") == [
-        "update eager (recurrent mini-batches vary in shape)"
+    def mode(status):
+        return learner_capture(SimpleNamespace(capture_status={"update": status}))
+
+    assert mode(pending) == mode(captured) == ["update in CUDA graphs"]
+    assert mode(off) == ["update eager (capture off in the algorithm's config)"]
+    recurrent = CaptureStatus(CaptureMode.EAGER, "recurrent mini-batches vary in shape")
+    assert mode(recurrent) == ["update eager (recurrent mini-batches vary in shape)"]
+    failed = CaptureStatus(CaptureMode.FALLBACK, "capture of apply failed (RuntimeError: x)")
+    assert mode(failed) == [
+        "update eager (CUDA graphs off: capture of apply failed (RuntimeError: x))"
     ]
     assert learner_capture(object()) == []  # learners without a capture status: nothing
 
     def both(update, rollout):
-        return learner_capture(
-            SimpleNamespace(capture_status=update, rollout_capture_status=rollout)
-        )
+        status = {"update": update, "rollout": rollout}
+        return learner_capture(SimpleNamespace(capture_status=status))
 
-    assert both("captured", "pending") == ["update and rollout in CUDA graphs"]
-    cpu = "eager: CUDA graphs need a CUDA device, got cpu"
+    assert both(captured, pending) == ["update and rollout in CUDA graphs"]
+    cpu = CaptureStatus(CaptureMode.EAGER, "CUDA graphs need a CUDA device, got cpu")
     assert both(cpu, cpu) == ["update and rollout eager (CUDA graphs need a CUDA device, got cpu)"]
-    assert both("captured", "off") == [
+    assert both(captured, off) == [
         "update in CUDA graphs",
         "rollout eager (capture off in the algorithm's config)",
     ]
+
+
+def test_startup_line_reads_the_real_learners_statuses():
+    from unilab_algos import PPO, FastSAC, FastSACConfig, PPOConfig
+    from unilab_integration._runners._startup import learner_capture
+
+    shapes = {"policy": (3,), "critic": (3,)}
+    cpu = "CUDA graphs need a CUDA device, got cpu"
+    assert learner_capture(PPO(shapes, 2, PPOConfig())) == [f"update and rollout eager ({cpu})"]
+    assert learner_capture(PPO(shapes, 2, PPOConfig.rsl_rl())) == [
+        "update and rollout eager (capture off in the algorithm's config)"
+    ]
+    sac_cfg = FastSACConfig(capture=True, critic_obs_group="policy")
+    assert learner_capture(FastSAC(shapes, 2, sac_cfg, num_envs=2)) == [f"update eager ({cpu})"]
 
 
 def test_matmul_precision_is_applied_validated_and_announced():

@@ -12,6 +12,7 @@ from typing import ClassVar
 import pytest
 import torch
 
+from unilab_algos import CaptureMode, CaptureStatus
 from unilab_integration import (
     MetricLogger,
     RunInfo,
@@ -192,8 +193,8 @@ def test_startup_line_on_cpu_is_one_line_with_the_versions():
 
     cpu = torch.device("cpu")
     env = SimpleNamespace(uses_cuda_graph=False, device=cpu, cfg=SimpleNamespace(cuda_graph=True))
-    reason = "eager: CUDA graphs need a CUDA device, got cpu"
-    learner = SimpleNamespace(capture_status=reason, rollout_capture_status=reason)
+    reason = CaptureStatus(CaptureMode.EAGER, "CUDA graphs need a CUDA device, got cpu")
+    learner = SimpleNamespace(capture_status={"update": reason, "rollout": reason})
     line = startup_line(cpu, env, learner)
     assert line == (
         f"system: cpu | torch {torch.__version__}, warp {md.version('warp-lang')}, "
@@ -248,7 +249,8 @@ def test_startup_line_on_a_gpu_from_what_torch_warp_and_the_driver_report(monkey
     monkeypatch.setattr(wp, "get_mempool_release_threshold", lambda name: 3 * 2**30 // 2)
     gpu = torch.device("cuda", 0)
     env = SimpleNamespace(uses_cuda_graph=False, device=gpu, cfg=SimpleNamespace(cuda_graph=True))
-    learner = SimpleNamespace(capture_status="pending", rollout_capture_status="pending")
+    pending = CaptureStatus(CaptureMode.PENDING)
+    learner = SimpleNamespace(capture_status={"update": pending, "rollout": pending})
     line = _startup.startup_line(gpu, env, learner)
     assert line == (
         "system: GPU NVIDIA H200 (sm_90, 140 GiB), NVIDIA driver 580.159.03, CUDA driver 13.0 | "

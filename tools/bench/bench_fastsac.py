@@ -91,7 +91,7 @@ def _time_learner(learner, args: argparse.Namespace) -> dict:
         "updates_per_s": ups,
         "ms_per_update_call": 1e3 * med / args.calls,
         "times_s": times,
-        "captured": learner._graphs is not None,
+        "captured": str(learner.capture_status["update"]) == "captured",
     }
 
 

@@ -518,8 +518,8 @@ def run_rank(rank: int, world: int, args, port: int, outdir: str) -> None:
         "torch_threads": torch.get_num_threads(),
         "cuda_graph": env.uses_cuda_graph,
         "matmul_precision": args.matmul_precision,
-        "ppo_capture_status": getattr(ppo, "capture_status", None),
-        "ppo_rollout_capture_status": getattr(ppo, "rollout_capture_status", None),
+        "ppo_capture_status": str(ppo.capture_status["update"]),
+        "ppo_rollout_capture_status": str(ppo.capture_status["rollout"]),
         "memory_bytes_per_env": env.memory_bytes()["per_env"],
         "max_memory_allocated": torch.cuda.max_memory_allocated(device) if cuda else None,
     }

@@ -102,7 +102,7 @@ def bench_unilab(preset, n, t, hidden, reps, device, capture="none", grad_sync=N
         _sync(device)
         if i:  # the first repetition is the warm-up (and the capture)
             times.append(time.perf_counter() - t0)
-    return times, ppo.capture_status
+    return times, str(ppo.capture_status["update"])
 
 
 def bench_rsl_rl(n, t, hidden, reps, device):
@@ -179,7 +179,7 @@ def kernel_table(n, t, hidden, device, top: int = 20) -> dict:
     total = sum(v[0] for v in kernels.values())
     rows = sorted(kernels.items(), key=lambda kv: -kv[1][0])
     return {
-        "learner": ppo.capture_status,
+        "learner": str(ppo.capture_status["update"]),
         "wall_s": wall,
         "kernel_total_ms": total / 1e3,
         "kernels": [
@@ -192,6 +192,8 @@ def kernel_table(n, t, hidden, device, top: int = 20) -> dict:
 
 def phases(n, t, hidden, reps, device) -> dict[str, dict[str, float]]:
     """Median seconds per update of each phase of the eager default update (see docstring)."""
+    from unilab_algos.ppo._step import apply_update, forward_backward, sync_grads
+
     ppo = _make_unilab("default", hidden, device)
     ppo.init_storage(n, t)
     out: dict[str, list[float]] = {}
@@ -208,17 +210,17 @@ def phases(n, t, hidden, reps, device) -> dict[str, dict[str, float]]:
         t2 = time.perf_counter()
         results = []
         for mb, adv, _ in batches:
-            results.append(ppo._forward_backward(mb, mb, None, None, adv))
+            results.append(forward_backward(ppo.state, mb, mb, None, None, adv))
         t3 = time.perf_counter()
         _sync(device)
         t4 = time.perf_counter()
         for kl, losses in results:
-            kl, _ = ppo._sync_grads(params, kl)
-            ppo._apply(kl, losses)
+            kl, _ = sync_grads(ppo.state, params, kl)
+            apply_update(ppo.state, kl, losses)
         t5 = time.perf_counter()
         _sync(device)
         t6 = time.perf_counter()
-        ppo._acc.tolist()
+        ppo.state.acc.tolist()
         t7 = time.perf_counter()
         ppo.storage.clear()
         ppo.storage.data.del_("advantages")

@@ -29,9 +29,10 @@ see, a stale value baked into a capture) shows as a jump within a few updates. `
 measures the floor to compare with. On CPU capture is unavailable (the shadow runs eagerly):
 `--quick` (cart-pole, 64 envs, CPU, 3 iterations, `--shadow eager`) checks the script, and two
 eager learners on CPU must agree exactly. `--force-static` drives the shadow through the
-captured code (static buffers, the graph bodies, the collective between them) without CUDA
-graphs, on any device: on CPU it must agree with the reference to rounding, which checks the
-plumbing on a real task (the unit tests do it on scripted data).
+captured code (static buffers, the graph bodies, the collective between them) with
+`unilab_algos.common.RerunBackend` (bodies re-run instead of replayed), on any device: on CPU it
+must agree with the reference to rounding, which checks the plumbing on a real task (the unit
+tests do it on scripted data).
 
 Prints one line per iteration; writes `$OUT/diag_ppo_capture_<shadow>.json` when $OUT is set.
 """
@@ -63,29 +64,22 @@ SHADOW_SETTINGS = {
 FORCED_KEYS = ("actions", "log_prob", "mean", "std")
 
 
-def _learner(cfg, algo, env, device: str, seed: int):
+def _learner(cfg, algo, env, device: str, seed: int, backend=None):
     from unilab_algos import PPO
 
     torch.manual_seed(seed)
     # each learner its own mini-batch generator, seeded alike: the same permutations
     gen = torch.Generator(device=device).manual_seed(seed)
-    ppo = PPO(env.observation_shapes, int(env.action_dim), algo, device=device, generator=gen)
+    ppo = PPO(
+        env.observation_shapes,
+        int(env.action_dim),
+        algo,
+        device=device,
+        generator=gen,
+        graph_backend=backend,
+    )
     ppo.init_storage(env.num_envs, cfg.runner.num_steps_per_env)
     return ppo
-
-
-def _force_static(ppo) -> None:
-    """Drive `ppo` through the captured code paths without CUDA graphs (any device).
-
-    The rollout's static buffers and graph bodies (`CapturedRollout(capture=False)`) and the
-    update's static mini-batch buffers with the eager step between them, as the unit tests do.
-    """
-    from unilab_algos.ppo._capture import CapturedStep
-    from unilab_algos.ppo._rollout import CapturedRollout
-
-    CapturedStep._step = CapturedStep._eager
-    ppo.capture_status = "pending"
-    ppo._rollout = CapturedRollout(ppo, capture=False)
 
 
 def _rel_diff(a: torch.Tensor, b: torch.Tensor) -> float:
@@ -117,6 +111,7 @@ def compare(ref, shadow) -> dict[str, float]:
 
 def run(args) -> dict:
     import unilab_envs
+    from unilab_algos.common import RerunBackend
     from unilab_integration import make_config
 
     cfg = make_config(args.task, "ppo")
@@ -127,9 +122,9 @@ def run(args) -> dict:
     ref_algo = attrs.evolve(cfg.algo, capture="none")
     shadow_algo = attrs.evolve(cfg.algo, **SHADOW_SETTINGS[args.shadow])
     ref = _learner(cfg, ref_algo, env, args.device, args.seed)
-    shadow = _learner(cfg, shadow_algo, env, args.device, args.seed)
-    if args.force_static:
-        _force_static(shadow)
+    # --force-static: the captured code paths with their bodies re-run instead of replayed
+    backend = RerunBackend() if args.force_static else None
+    shadow = _learner(cfg, shadow_algo, env, args.device, args.seed, backend)
     start = compare(ref, shadow)
     if any(v != 0.0 for v in start.values()):
         raise SystemExit(f"the two learners do not start equal: {start}")
@@ -137,8 +132,8 @@ def run(args) -> dict:
     rows = []
     print(
         f"diag_ppo_capture: {args.task}, {num_envs} envs on {args.device}, reference eager vs "
-        f"shadow {args.shadow} (capture {shadow.capture_status}, rollout "
-        f"{shadow.rollout_capture_status})",
+        f"shadow {args.shadow} (update {shadow.capture_status['update']}, rollout "
+        f"{shadow.capture_status['rollout']})",
         flush=True,
     )
     for it in range(1, args.iterations + 1):
@@ -165,10 +160,10 @@ def run(args) -> dict:
             "diff": compare(ref, shadow),
             "ref": {k: m_ref.get(k) for k in ("learning_rate", "kl", "action_std", "value")},
             "shadow": {k: m_shadow.get(k) for k in ("learning_rate", "kl", "action_std", "value")},
-            "shadow_capture": [shadow.capture_status, shadow.rollout_capture_status],
+            "shadow_capture": [str(s) for s in shadow.capture_status.values()],
             # whether the shadow ran the captured code (static buffers), graphs or not
-            "shadow_static_update": shadow._graphs is not None,
-            "shadow_static_rollout": shadow._rollout is not None,
+            "shadow_static_update": shadow.capture_status["update"].active,
+            "shadow_static_rollout": shadow.capture_status["rollout"].active,
         }
         rows.append(row)
         d = row["diff"]

@@ -6,9 +6,12 @@ import io
 
 import pytest
 import torch
+from _capture_helpers import RefusingBackend
 from _fastsac_helpers import ACT, OBS, env_step, flat_state, random_batch, small_config
 from tensordict import TensorDict
 
+from unilab_algos import CaptureMode
+from unilab_algos.common import RerunBackend
 from unilab_algos.fastsac import FastSAC, FastSACConfig
 
 
@@ -86,9 +89,59 @@ def test_act_range_and_policy_module():
 
 
 def test_capture_status_on_cpu():
-    assert FastSAC(OBS, ACT, small_config(capture=False), num_envs=4).capture_status == "off"
+    off = FastSAC(OBS, ACT, small_config(capture=False), num_envs=4)
+    assert off.capture_status["update"].mode is CaptureMode.OFF
     on = FastSAC(OBS, ACT, small_config(capture=True), num_envs=4)
-    assert on.capture_status == "eager: CUDA graphs need a CUDA device, got cpu"
+    assert str(on.capture_status["update"]) == "eager: CUDA graphs need a CUDA device, got cpu"
+
+
+def _eager_and_captured(backend, **cfg):
+    out = []
+    for capture, b in ((False, None), (True, backend)):
+        torch.manual_seed(0)
+        config = small_config(capture=capture, capture_warmup=2, **cfg)
+        out.append(FastSAC(OBS, ACT, config, num_envs=4, graph_backend=b))
+    return out
+
+
+@pytest.mark.parametrize("distributional", [True, False])
+def test_captured_path_equals_eager_bitwise(distributional):
+    """Static batch inputs, per-half warm-up, capture and replays (bodies re-run where CUDA
+    would replay them) give the eager learner's updates bit for bit."""
+    backend = RerunBackend()
+    eager, captured = _eager_and_captured(backend, distributional=distributional)
+    assert captured.capture_status["update"].mode is CaptureMode.PENDING
+    gen = torch.Generator().manual_seed(1)
+    for _ in range(4):
+        batch = random_batch(4, 32, gen)
+        assert eager.update_from_batch(batch) == captured.update_from_batch(batch)
+    assert captured.capture_status["update"].mode is CaptureMode.CAPTURED
+    # 16 updates, the actor on every 2nd: each of the 4 bodies warms up twice, then captures
+    assert backend.calls == {"warmup": 8, "capture": 4, "replay": 2 * (8 - 3) + 2 * (8 - 3)}
+    se, sc = flat_state(eager), flat_state(captured)
+    assert se.keys() == sc.keys()
+    for k in se:
+        assert torch.equal(se[k], sc[k]), k
+    captured.load_state_dict(captured.state_dict())
+    assert captured.capture_status["update"].mode is CaptureMode.PENDING
+
+
+def test_a_failed_capture_falls_back_to_eager_with_the_reason():
+    eager, captured = _eager_and_captured(
+        RefusingBackend("", "graph capture is not supported here")
+    )
+    gen = torch.Generator().manual_seed(2)
+    with pytest.warns(UserWarning, match="FastSAC update CUDA graphs off, running eagerly"):
+        for _ in range(2):
+            batch = random_batch(4, 32, gen)
+            assert eager.update_from_batch(batch) == captured.update_from_batch(batch)
+    status = captured.capture_status["update"]
+    assert status.mode is CaptureMode.FALLBACK
+    assert "graph capture is not supported here" in status.reason
+    batch = random_batch(4, 32, gen)
+    assert eager.update_from_batch(batch) == captured.update_from_batch(batch)
+    for k, v in flat_state(eager).items():
+        assert torch.equal(v, flat_state(captured)[k]), k
 
 
 def test_update_waits_for_learning_starts():

@@ -1,14 +1,17 @@
-"""The captured rollout (`PPOConfig.capture_rollout`): statuses with reasons, the static-buffer
-step logic (bitwise equal to eager on CPU, graphs off), and the real capture on a GPU."""
+"""The captured rollout (`PPOConfig.capture_rollout`): statuses with reasons, the captured path
+run by `RerunBackend` (bitwise equal to eager on CPU), the fallback when a capture raises, and
+the real capture on a GPU."""
 
 from __future__ import annotations
 
 import pytest
 import torch
+from _capture_helpers import RefusingBackend
 from _ppo_helpers import DoubleSum, obs_td, scripted_collect, scripted_rollout, small_ppo, step_td
 
-from unilab_algos import PPO, NetworkConfig, PPOConfig, RNDConfig
-from unilab_algos.ppo._rollout import WARMUP, CapturedRollout, _Graphed
+from unilab_algos import PPO, CaptureMode, NetworkConfig, PPOConfig, RNDConfig
+from unilab_algos.common import RerunBackend
+from unilab_algos.ppo.learner import WARMUP
 
 N, T, A = 8, 6, 2
 DIMS = {"policy": 3, "critic": 4}
@@ -21,10 +24,14 @@ def _cfg(**kw) -> PPOConfig:
     return PPOConfig(**base)
 
 
-def _make(cfg: PPOConfig, device: str = "cpu", reduce_sum=None) -> PPO:
-    ppo = small_ppo(cfg, DIMS, A, N, T, device, reduce_sum=reduce_sum)
+def _make(cfg: PPOConfig, device: str = "cpu", reduce_sum=None, backend=None) -> PPO:
+    ppo = small_ppo(cfg, DIMS, A, N, T, device, reduce_sum=reduce_sum, graph_backend=backend)
     ppo.train_mode()
     return ppo
+
+
+def _status(ppo: PPO):
+    return ppo.capture_status["rollout"]
 
 
 def _rollout(ppo: PPO, seed: int, update: bool = True) -> dict:
@@ -33,9 +40,8 @@ def _rollout(ppo: PPO, seed: int, update: bool = True) -> dict:
 
 
 def _static_ppo() -> tuple[PPO, tuple]:
-    """A learner on the captured rollout's static-buffer path (graphs off) and a scripted stream."""
-    ppo = _make(_cfg())
-    ppo._rollout = CapturedRollout(ppo, capture=False)
+    """A learner on the captured rollout's path (bodies re-run) and a scripted stream."""
+    ppo = _make(_cfg(capture="auto"), backend=RerunBackend())
     return ppo, scripted_rollout(N, T, DIMS, 0)
 
 
@@ -48,16 +54,16 @@ def _normalizer_state(ppo: PPO) -> dict[str, torch.Tensor]:
 
 
 def test_statuses_and_reasons():
-    assert _make(_cfg()).rollout_capture_status == "off"  # capture="none"
-    assert _make(_cfg(capture="auto", capture_rollout=False)).rollout_capture_status == "off"
+    assert _status(_make(_cfg())).mode is CaptureMode.OFF  # capture="none"
+    assert _status(_make(_cfg(capture="auto", capture_rollout=False))).mode is CaptureMode.OFF
     ppo = _make(_cfg(capture="auto"))
-    assert ppo.rollout_capture_status == "eager: CUDA graphs need a CUDA device, got cpu"
+    assert str(_status(ppo)) == "eager: CUDA graphs need a CUDA device, got cpu"
     assert ppo._rollout is None
     rnn = NetworkConfig(hidden=(8,), rnn_type="gru", rnn_hidden=8)
     rnd = RNDConfig(num_outputs=4, predictor_hidden=(8,), target_hidden=(8,))
     other = _make(_cfg(capture="auto", actor=rnn, rnd=rnd))
     for reason in ("recurrent", "RND"):
-        assert reason in other.rollout_capture_status
+        assert reason in _status(other).reason
     assert PPOConfig().capture_rollout and PPOConfig.rsl_rl().capture == "none"
 
 
@@ -71,16 +77,16 @@ def test_statuses_and_reasons():
     ],
 )
 def test_static_buffer_path_equals_eager_bitwise(kw):
-    """The captured rollout's driver and bodies (static inputs, the collective between the two
-    halves), run without CUDA graphs, store the same transitions and statistics as eager."""
+    """The captured rollout's driver and bodies (static inputs, the collective between bodies B
+    and C), with the bodies re-run where CUDA would replay them, store the same transitions and
+    statistics as eager."""
     sums = DoubleSum(), DoubleSum()
     eager = _make(_cfg(**kw), reduce_sum=sums[0])
-    static = _make(_cfg(**kw), reduce_sum=sums[1])
-    static._rollout = CapturedRollout(static, capture=False)
+    static = _make(_cfg(capture="auto", **kw), reduce_sum=sums[1], backend=RerunBackend())
     for it in range(2):
         _rollout(eager, it, update=False)
         _rollout(static, it, update=False)
-        assert static._rollout._pending is not None  # the static path was taken
+        assert _status(static).mode is CaptureMode.CAPTURED
         da, db = eager.storage.data, static.storage.data
         assert set(da.keys(True, True)) == set(db.keys(True, True))
         for key in da.keys(True, True):
@@ -122,26 +128,23 @@ def test_changed_step_keys_are_a_clear_error():
             ppo.process_env_step(step)
 
 
-def test_a_failed_capture_finishes_the_step_eagerly_and_stays_eager(monkeypatch):
-    """Capture raising (simulated on CPU: warm-up calls run plainly, the capture raises)."""
-    monkeypatch.setattr(torch.cuda, "graph_pool_handle", lambda: None)
-    monkeypatch.setattr(_Graphed, "_warmup", lambda self: self.fn())
-
-    def refuse(self):
-        raise RuntimeError("no graphs here")
-
-    monkeypatch.setattr(_Graphed, "_capture", refuse)
+def test_a_failed_capture_finishes_the_step_eagerly_and_stays_eager():
     eager = _make(_cfg(), reduce_sum=DoubleSum())
-    static = _make(_cfg(), reduce_sum=DoubleSum())
-    static._rollout = CapturedRollout(static, capture=True)
-    static.rollout_capture_status = "pending"
-    with pytest.warns(UserWarning, match="rollout CUDA-graph eager: capture failed"):
+    static = _make(
+        _cfg(capture="auto"),
+        reduce_sum=DoubleSum(),
+        backend=RefusingBackend("moments", "no graphs here"),
+    )
+    with pytest.warns(UserWarning, match="PPO rollout CUDA graphs off, running eagerly"):
         _rollout(static, 0, update=False)
     _rollout(eager, 0, update=False)
-    assert static.rollout_capture_status == ("eager: capture failed (RuntimeError: no graphs here)")
-    assert static._rollout.failed and not static._pending_graphed  # the last steps were eager
+    assert str(_status(static)) == (
+        "fallback: capture of normalizer moments failed (RuntimeError: no graphs here)"
+    )
+    assert not static._pending_graphed  # the last steps took the eager path
     for key in eager.storage.data.keys(True, True):
         assert torch.equal(eager.storage.data[key], static.storage.data[key]), key
+    assert static.capture_status["update"].active  # the update's capture is a separate part
 
 
 @pytest.mark.gpu
@@ -151,11 +154,11 @@ def test_captured_rollout_matches_eager_on_gpu():
         _cfg(capture="auto", capture_rollout=False), device="cuda", reduce_sum=DoubleSum()
     )
     graph = _make(_cfg(capture="auto"), device="cuda", reduce_sum=DoubleSum())
-    assert (eager.rollout_capture_status, graph.rollout_capture_status) == ("off", "pending")
+    assert (_status(eager).mode, _status(graph).mode) == (CaptureMode.OFF, CaptureMode.PENDING)
     assert T > WARMUP  # the first rollout captures
     _rollout(eager, 0, update=False)
     _rollout(graph, 0, update=False)
-    assert graph.rollout_capture_status == "captured", graph.rollout_capture_status
+    assert _status(graph).mode is CaptureMode.CAPTURED, _status(graph)
     da, db = eager.storage.data, graph.storage.data
     # before any update, everything but the sampled actions is a function of the same inputs
     for key in (("obs", "policy"), ("obs", "critic"), "mean", "std", "values", "dones"):
@@ -183,4 +186,4 @@ def test_captured_rollout_matches_eager_on_gpu():
         mean_g = graph._pending["mean"].clone()
         eager.act(obs_td(obs, 0))
     torch.testing.assert_close(mean_g, eager._pending["mean"], rtol=1e-5, atol=1e-6)
-    assert graph.rollout_capture_status == "captured"
+    assert _status(graph).mode is CaptureMode.CAPTURED

@@ -8,6 +8,7 @@ import torch
 from _ppo_helpers import obs_td, scripted_rollout, step_td
 
 from unilab_algos import PPO, NetworkConfig, PPOConfig
+from unilab_algos.ppo import _step as ppo_step
 from unilab_algos.ppo import adaptive_lr, adaptive_lr_tensor
 
 RULE = dict(desired_kl=0.01, factor=1.5, bounds=(1e-5, 1e-2))
@@ -77,18 +78,18 @@ def _ppo(grad_sync=None, **kw) -> PPO:
     return ppo
 
 
-def test_learner_lr_follows_the_float_rule_on_its_own_kls():
+def test_learner_lr_follows_the_float_rule_on_its_own_kls(monkeypatch):
     ppo = _ppo(learning_rate=5e-3, desired_kl=0.002)
     kls, lrs = [], []
-    inner = ppo._adapt_lr
+    inner = ppo_step.adapt_lr
 
-    def spy(kl):
+    def spy(st, kl):
         kls.append(kl.clone())
-        inner(kl)
-        lrs.append(ppo._lr.item())
-        assert ppo._lr_opt.item() == pytest.approx(lrs[-1], rel=1e-7)  # Adam reads the copy
+        inner(st, kl)
+        lrs.append(st.lr.item())
+        assert st.lr_opt.item() == pytest.approx(lrs[-1], rel=1e-7)  # Adam reads the copy
 
-    ppo._adapt_lr = spy
+    monkeypatch.setattr(ppo_step, "adapt_lr", spy)
     for it in range(3):
         _rollout(ppo, seed=it)
         m = ppo.update()
@@ -103,7 +104,7 @@ def _f32(x: float) -> float:
 
 
 @pytest.mark.parametrize("lr_on_device", [False, True])
-def test_float32_sync_rounds_the_lr_after_every_rule_with_a_grad_sync(lr_on_device):
+def test_float32_sync_rounds_the_lr_after_every_rule_with_a_grad_sync(lr_on_device, monkeypatch):
     """`lr_float32_sync` (the rsl_rl preset): RSL-RL multi-GPU's float32 LR broadcast, on
     both LR paths; one process (no grad_sync) keeps the float64 rule."""
     assert PPOConfig.rsl_rl().lr_float32_sync is True
@@ -111,10 +112,15 @@ def test_float32_sync_rounds_the_lr_after_every_rule_with_a_grad_sync(lr_on_devi
     for sync, rounded in ((identity, True), (None, False)):
         ppo = _ppo(sync, lr_on_device=lr_on_device, lr_float32_sync=True, desired_kl=0.002)
         kls = []
-        inner = ppo._adapt_lr
-        ppo._adapt_lr = lambda kl, inner=inner, kls=kls: (kls.append(kl.clone()), inner(kl))
+        inner = ppo_step.adapt_lr
+        monkeypatch.setattr(
+            ppo_step,
+            "adapt_lr",
+            lambda st, kl, kls=kls, inner=inner: (kls.append(kl.clone()), inner(st, kl)),
+        )
         _rollout(ppo, seed=0)
         ppo.update()
+        monkeypatch.undo()
         lr = 1e-3
         for kl in kls:
             lr = adaptive_lr(lr, kl, **{**RULE, "desired_kl": 0.002})

@@ -93,8 +93,8 @@ def test_checkpoint_loads_across_lr_paths_and_rejects_missing_entries():
     b = _make("default", seed=0)  # device LR
     b.load_state_dict(_roundtrip(sd))
     assert b.learning_rate == a.learning_rate
-    assert b.optimizer.param_groups[0]["lr"] is b._lr_opt  # Adam still reads the live tensor
-    assert b._lr_opt.item() == pytest.approx(a.learning_rate, rel=1e-7)
+    assert b.optimizer.param_groups[0]["lr"] is b.state.lr_opt  # Adam reads the live tensor
+    assert b.state.lr_opt.item() == pytest.approx(a.learning_rate, rel=1e-7)
     # the device-LR checkpoint stores floats, not the live tensor
     sd_b = b.state_dict()
     assert isinstance(sd_b["optimizer"]["param_groups"][0]["lr"], float)

@@ -19,6 +19,8 @@ from typing import Any
 
 import torch
 
+from unilab_algos import CaptureMode
+
 __all__ = ["NVIDIA_VERSION_FILE", "env_capture", "learner_capture", "startup_line"]
 
 NVIDIA_VERSION_FILE = Path("/proc/driver/nvidia/version")  # the kernel driver's own line
@@ -66,23 +68,21 @@ def env_capture(env: Any) -> str:
 
 
 def learner_capture(learner: Any) -> list[str]:
-    """How the learner runs, from its `capture_status` (the update) and, for PPO,
-    `rollout_capture_status` (act / process_env_step): "off", "pending", "captured" or
-    "eager: <reason>". One part per status, or one for both when they agree; none for a
-    learner that reports neither."""
+    """How the learner runs, from its `capture_status`: part ("update", "rollout") ->
+    `unilab_algos.CaptureStatus`. One text per part, or one for two parts that agree; none for
+    a learner that reports no capture status."""
     parts: list[tuple[str, str]] = []
-    for label, attr in (("update", "capture_status"), ("rollout", "rollout_capture_status")):
-        status = getattr(learner, attr, None)
-        if not isinstance(status, str):
-            continue
-        if status in ("pending", "captured"):
+    for label, status in dict(getattr(learner, "capture_status", None) or {}).items():
+        if status.active:
             parts.append((label, "in CUDA graphs"))
-        elif status.startswith("eager: "):
-            parts.append((label, f"eager ({status.removeprefix('eager: ')})"))
+        elif status.mode is CaptureMode.FALLBACK:
+            parts.append((label, f"eager (CUDA graphs off: {status.reason})"))
+        elif status.reason:
+            parts.append((label, f"eager ({status.reason})"))
         else:
             parts.append((label, "eager (capture off in the algorithm's config)"))
     if len(parts) == 2 and parts[0][1] == parts[1][1]:  # one reason for both: say it once
-        return [f"update and rollout {parts[0][1]}"]
+        return [f"{parts[0][0]} and {parts[1][0]} {parts[0][1]}"]
     return [f"{label} {mode}" for label, mode in parts]
 
 

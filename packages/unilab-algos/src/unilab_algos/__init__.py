@@ -1,6 +1,8 @@
 """On-policy (PPO, Student-Teacher Distillation) and off-policy (FastSAC) learners whose
 distributed behaviour is injected (`grad_sync`, reducers); `None` means one process."""
 
+from .common import CaptureMode as CaptureMode
+from .common import CaptureStatus as CaptureStatus
 from .common import EmpiricalNormalizer as EmpiricalNormalizer
 from .common import GaussianConfig as GaussianConfig
 from .common import NetworkConfig as NetworkConfig
@@ -18,6 +20,8 @@ __version__ = "0.1.0"
 
 __all__ = [
     "PPO",
+    "CaptureMode",
+    "CaptureStatus",
     "Distillation",
     "DistillationConfig",
     "EmpiricalNormalizer",

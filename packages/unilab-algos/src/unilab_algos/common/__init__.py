@@ -1,7 +1,14 @@
-"""Shared math of the UniLab learners: normalizers, network builders, Gaussian policy helpers."""
+"""Shared math of the UniLab learners: normalizers, network builders, Gaussian policy helpers,
+and the CUDA-graph capture helper."""
 
 from .config import GaussianConfig as GaussianConfig
 from .config import NetworkConfig as NetworkConfig
+from .cuda_graphs import CaptureMode as CaptureMode
+from .cuda_graphs import CaptureStatus as CaptureStatus
+from .cuda_graphs import CudaBackend as CudaBackend
+from .cuda_graphs import CudaGraphs as CudaGraphs
+from .cuda_graphs import GraphBackend as GraphBackend
+from .cuda_graphs import RerunBackend as RerunBackend
 from .models import GaussianActor as GaussianActor
 from .models import Memory as Memory
 from .models import ValueCritic as ValueCritic
@@ -10,16 +17,24 @@ from .networks import ACTIVATIONS as ACTIVATIONS
 from .networks import activation_module as activation_module
 from .networks import mlp as mlp
 from .normalizer import EmpiricalNormalizer as EmpiricalNormalizer
+from .normalizer import NormalizerUpdate as NormalizerUpdate
 from .normalizer import ReduceSum as ReduceSum
 
 __all__ = [
     "ACTIVATIONS",
+    "CaptureMode",
+    "CaptureStatus",
+    "CudaBackend",
+    "CudaGraphs",
     "EmpiricalNormalizer",
     "GaussianActor",
     "GaussianConfig",
+    "GraphBackend",
     "Memory",
     "NetworkConfig",
+    "NormalizerUpdate",
     "ReduceSum",
+    "RerunBackend",
     "ValueCritic",
     "activation_module",
     "convert_rsl_rl_state_dict",

@@ -8,7 +8,7 @@ from typing import Literal
 import torch
 from torch import nn
 
-__all__ = ["EmpiricalNormalizer", "ReduceSum", "update_normalizers"]
+__all__ = ["EmpiricalNormalizer", "NormalizerUpdate", "ReduceSum", "update_normalizers"]
 
 ReduceSum = Callable[[torch.Tensor], torch.Tensor]
 """Sums a tensor across ranks and returns it (same shape and dtype); `None` means one process.
@@ -223,30 +223,79 @@ class EmpiricalNormalizer(nn.Module):
         )
 
 
+class NormalizerUpdate:
+    """The update of several normalizers, split at its one collective.
+
+    `local(xs)` updates the local and "rsl_rl" normalizers; `moments(xs)` packs the global
+    "exact" ones' float64 moments, one vector per shared `reduce_sum` object (in order of first
+    appearance); `reduce(packs)` sums each across ranks (ONE `reduce_sum` call per vector);
+    `merge(totals)` merges the sums into the global normalizers. `xs` are the batches, one per
+    normalizer of the constructor, in its order. `update_normalizers` runs the four phases
+    eagerly; PPO's captured rollout runs `local` + `moments` and `merge` as two graph bodies with
+    `reduce` eager between them. The members are fixed at construction (entries that are not an
+    `EmpiricalNormalizer`, e.g. `nn.Identity` with normalization off, are ignored).
+    """
+
+    def __init__(self, norms: Sequence[nn.Module]) -> None:
+        self.norms = list(norms)
+        self.local_idx: list[int] = []
+        groups: dict[int, list[int]] = {}
+        for i, norm in enumerate(self.norms):
+            if not isinstance(norm, EmpiricalNormalizer):
+                continue
+            if norm.mode == "exact" and norm.reduce_sum is not None:
+                groups.setdefault(id(norm.reduce_sum), []).append(i)
+            else:
+                self.local_idx.append(i)
+        self.global_idx = list(groups.values())
+
+    @property
+    def has_global(self) -> bool:
+        """Whether any member merges across ranks (`reduce` then makes collectives)."""
+        return bool(self.global_idx)
+
+    def local(self, xs: Sequence[torch.Tensor]) -> None:
+        for i in self.local_idx:
+            self.norms[i]._update_batch(xs[i])
+
+    def moments(self, xs: Sequence[torch.Tensor]) -> list[torch.Tensor]:
+        return [torch.cat([self.norms[i]._moments(xs[i]) for i in idx]) for idx in self.global_idx]
+
+    def reduce(self, packs: Sequence[torch.Tensor]) -> list[torch.Tensor]:
+        return [
+            self.norms[idx[0]].reduce_sum(pack)
+            for idx, pack in zip(self.global_idx, packs, strict=True)
+        ]
+
+    def merge(self, totals: Sequence[torch.Tensor]) -> None:
+        for idx, total in zip(self.global_idx, totals, strict=True):
+            offset = 0
+            for i in idx:
+                size = self.norms[i]._pack_numel()
+                self.norms[i]._merge(total[offset : offset + size])
+                offset += size
+
+
 @torch.no_grad()
 def update_normalizers(batches: Sequence[tuple[nn.Module, torch.Tensor]]) -> None:
     """Update several normalizers, fusing the collectives of those that share a `reduce_sum`.
 
     `batches`: (normalizer, batch) pairs; entries whose module is not an `EmpiricalNormalizer`
-    (normalization off: `nn.Identity`) are skipped. Global "exact" normalizers with the same
-    `reduce_sum` object pack their moments into one vector and make ONE `reduce_sum` call
-    together, instead of one each; the result is the same sums, so the statistics match
-    separate `update` calls (up to the summation order of the collective). Local and "rsl_rl"
-    normalizers update as `update` does. Every rank must call this with the same normalizers
-    in the same order.
+    (normalization off: `nn.Identity`) are skipped, as are normalizers that take no update now
+    (eval mode, `until` reached). Global "exact" normalizers with the same `reduce_sum` object
+    pack their moments into one vector and make ONE `reduce_sum` call together, instead of one
+    each; the result is the same sums, so the statistics match separate `update` calls (up to
+    the summation order of the collective). Local and "rsl_rl" normalizers update as `update`
+    does. Every rank must call this with the same normalizers in the same order. The phases are
+    `NormalizerUpdate`'s.
     """
-    fused: dict[int, list[tuple[EmpiricalNormalizer, torch.Tensor]]] = {}
-    for norm, x in batches:
-        if not isinstance(norm, EmpiricalNormalizer) or not norm._wants_update(x):
-            continue
-        if norm.mode == "exact" and norm.reduce_sum is not None:
-            fused.setdefault(id(norm.reduce_sum), []).append((norm, x))
-        else:
-            norm._update_batch(x)
-    for members in fused.values():
-        packs = [norm._moments(x) for norm, x in members]
-        total = members[0][0].reduce_sum(torch.cat(packs))
-        offset = 0
-        for (norm, _), pack in zip(members, packs, strict=True):
-            norm._merge(total[offset : offset + pack.numel()])
-            offset += pack.numel()
+    live = [
+        (norm, x)
+        for norm, x in batches
+        if isinstance(norm, EmpiricalNormalizer) and norm._wants_update(x)
+    ]
+    plan = NormalizerUpdate([norm for norm, _ in live])
+    xs = [x for _, x in live]
+    plan.local(xs)
+    if plan.has_global:
+        plan.merge(plan.reduce(plan.moments(xs)))

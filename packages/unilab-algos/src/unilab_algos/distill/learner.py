@@ -19,8 +19,7 @@ from unilab_storage import RolloutStorage
 
 from ..common.models import GaussianActor, convert_rsl_rl_state_dict
 from ..common.normalizer import ReduceSum
-from ..ppo.learner import _obs_dim
-from ..ppo.networks import ExportPolicy, ExportRecurrentPolicy, build_actor
+from ..ppo.networks import ExportPolicy, ExportRecurrentPolicy, build_actor, obs_dim
 from .config import DistillationConfig
 from .loss import behavior_loss
 
@@ -56,7 +55,7 @@ class Distillation:
         self.obs_shapes = {k: tuple(v) for k, v in obs_shapes.items()}
         obs_reduce = reduce_sum if cfg.obs_norm_scope == "global" else None
         self.student: GaussianActor = build_actor(
-            _obs_dim(obs_shapes, cfg.student_obs),
+            obs_dim(obs_shapes, cfg.student_obs),
             action_dim,
             cfg.student,
             cfg.policy,
@@ -64,7 +63,7 @@ class Distillation:
             reduce_sum=obs_reduce,
         ).to(self.device)
         self.teacher: GaussianActor = build_actor(
-            _obs_dim(obs_shapes, cfg.teacher_obs),
+            obs_dim(obs_shapes, cfg.teacher_obs),
             action_dim,
             cfg.teacher,
             cfg.policy,

@@ -1,15 +1,14 @@
-"""One FastSAC update step (losses, gradients, optimizer steps) and its CUDA-graph capture.
+"""One FastSAC update step (losses, gradients, optimizer steps) as plain functions.
 
 The step is split in two halves so that the gradient all-reduce stays *outside* any captured
 region: `forward_backward` (losses and gradients written into static `.grad` tensors) and
-`apply` (clipping, AdamW steps, Polyak averaging). Each half is captured once per kind of step
-(critic only; critic + actor + temperature), so an update is
+`apply_step` (clipping, AdamW steps, Polyak averaging). The learner runs them eagerly, or as
+bodies of a `common.cuda_graphs.CudaGraphs` set, one pair per kind of step (critic only;
+critic + actor + temperature), so a captured update is
 `replay(fb) -> grad_sync(...) -> replay(apply)`: two graph launches plus the collective.
 """
 
 from __future__ import annotations
-
-from collections.abc import Callable
 
 import torch
 
@@ -23,7 +22,7 @@ from .loss import (
     temperature_loss,
 )
 
-__all__ = ["BATCH_KEYS", "METRICS", "StepGraphs"]
+__all__ = ["BATCH_KEYS", "METRICS", "apply_step", "forward_backward"]
 
 BATCH_KEYS = (
     "obs_a",
@@ -116,45 +115,3 @@ def apply_step(learner, with_actor: bool) -> None:
         if cfg.autotune:
             learner.alpha_optimizer.step()
     polyak_update(learner.target_params, learner.critic_params, cfg.tau)
-
-
-class StepGraphs:
-    """CUDA graphs of `forward_backward` and `apply_step` for both kinds of step.
-
-    Built once from a learner whose optimizer states exist (after eager warm-up updates); each
-    graph has its own memory pool. The batch is copied into static input tensors before a
-    replay; the metrics come back in a static tensor (clone it before the next replay).
-    Capturing runs nothing, so it changes no state.
-    """
-
-    def __init__(self, learner, example: dict[str, torch.Tensor]) -> None:
-        self.inputs = {k: torch.empty_like(example[k]).copy_(example[k]) for k in BATCH_KEYS}
-        self.fb: dict[bool, torch.cuda.CUDAGraph] = {}
-        self.apply: dict[bool, torch.cuda.CUDAGraph] = {}
-        self.metrics: dict[bool, torch.Tensor] = {}
-        stream = torch.cuda.Stream(device=example["reward"].device)
-        stream.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(stream):
-            for with_actor in (False, True):
-                g = torch.cuda.CUDAGraph()
-                with torch.cuda.graph(g, stream=stream):
-                    self.metrics[with_actor] = forward_backward(learner, self.inputs, with_actor)
-                self.fb[with_actor] = g
-                g = torch.cuda.CUDAGraph()
-                with torch.cuda.graph(g, stream=stream):
-                    apply_step(learner, with_actor)
-                self.apply[with_actor] = g
-        torch.cuda.current_stream().wait_stream(stream)
-
-    def run(
-        self,
-        b: dict[str, torch.Tensor],
-        with_actor: bool,
-        sync: Callable[[torch.Tensor], torch.Tensor],
-    ) -> torch.Tensor:
-        """Replay one step on `b`; `sync(metrics)` runs between the halves (eagerly)."""
-        torch._foreach_copy_([self.inputs[k] for k in BATCH_KEYS], [b[k] for k in BATCH_KEYS])
-        self.fb[with_actor].replay()
-        metrics = sync(self.metrics[with_actor].clone())
-        self.apply[with_actor].replay()
-        return metrics

@@ -90,9 +90,10 @@ class FastSACConfig:
         normalizer_eps: added to the normalizer's std.
         actor_obs_group, critic_obs_group: observation groups the actor and the critic read.
         bf16: run the networks under bfloat16 autocast (Holosoma enables it on GPUs).
-        capture: capture the update step in CUDA graphs (CUDA devices only; a no-op on CPU).
-        capture_warmup: eager updates before the graphs are captured (they initialize the
-            optimizer state and the CUDA libraries' workspaces; they are real updates).
+        capture: capture the update step in CUDA graphs (CUDA devices only; eager on CPU, and
+            after a capture that raised; `FastSAC.capture_status["update"]` says which).
+        capture_warmup: eager calls of each half of each kind of step before its capture (they
+            initialize the optimizer state and the CUDA libraries' workspaces; real updates).
     """
 
     gamma: float = attrs.field(default=0.97, validator=_unit_interval)

@@ -15,9 +15,9 @@ from torch import nn
 
 from unilab_storage import ReplayShard, split_global
 
-from ..common.cuda_graphs import side_stream
+from ..common.cuda_graphs import CaptureStatus, CudaGraphs, GraphBackend
 from ..common.normalizer import EmpiricalNormalizer, update_normalizers
-from ._step import METRICS, StepGraphs, apply_step, forward_backward
+from ._step import BATCH_KEYS, METRICS, apply_step, forward_backward
 from .config import FastSACConfig
 from .networks import DeterministicPolicy, QEnsemble, SquashedGaussianActor
 
@@ -56,6 +56,8 @@ class FastSAC:
         world_size: ranks sharing the global batch and replay capacity.
         device: training device.
         grad_sync, reduce_sum: injected collectives, or None for one process.
+        graph_backend: the CUDA-graph machinery of the captured update (default CUDA's;
+            `unilab_algos.common.RerunBackend` runs the captured path without graphs).
 
     Multi-rank semantics: each rank samples `batch_size / world_size` transitions from its own
     replay shard; critic gradients are averaged on every critic update and critic + actor +
@@ -76,6 +78,7 @@ class FastSAC:
         device: torch.device | str = "cpu",
         grad_sync: GradSync | None = None,
         reduce_sum: ReduceSum | None = None,
+        graph_backend: GraphBackend | None = None,
     ) -> None:
         cfg = FastSACConfig() if config is None else config
         if not isinstance(cfg, FastSACConfig):
@@ -111,8 +114,29 @@ class FastSAC:
         self.env_steps = 0
         self.critic_updates = 0
         self.actor_updates = 0
-        self._graphs: StepGraphs | None = None
-        self._eager_updates = 0
+        self._graphs = CudaGraphs(
+            "FastSAC update",
+            self._capture_check(graph_backend),
+            self.device,
+            warmup=cfg.capture_warmup,
+            shared_pool=False,  # the two kinds of step interleave: no fixed replay order
+            backend=graph_backend,
+            hint="train with FastSACConfig.capture=False",
+        )
+        self._inputs: dict[str, torch.Tensor] = {}  # the static batch of the captured step
+        self._bodies = {
+            with_actor: (
+                self._graphs.body(
+                    lambda w=with_actor: forward_backward(self, self._inputs, w),
+                    f"forward/backward ({'actor' if with_actor else 'critic'} step)",
+                ),
+                self._graphs.body(
+                    lambda w=with_actor: apply_step(self, w),
+                    f"apply ({'actor' if with_actor else 'critic'} step)",
+                ),
+            )
+            for with_actor in (False, True)
+        }
 
     # ----------------------------------------------------------------- construction
     def _build_modules(self, reduce_sum: ReduceSum | None) -> None:
@@ -382,18 +406,18 @@ class FastSAC:
             "noise_cur": batch.get(("noise", "current")).float(),
         }
 
-    def _use_graphs(self) -> bool:
-        return self.config.capture and self.device.type == "cuda"
+    def _capture_check(self, backend: GraphBackend | None) -> CaptureStatus:
+        reasons = []
+        needs_cuda = backend is None or backend.needs_cuda
+        if needs_cuda and self.device.type != "cuda":
+            reasons.append(f"CUDA graphs need a CUDA device, got {self.device}")
+        return CaptureStatus.check(self.config.capture, reasons)
 
     @property
-    def capture_status(self) -> str:
-        """As PPO's: "off", "pending" (eager warm-up updates first), "captured", or
-        "eager: <reason>" (`capture=True` on a device without CUDA graphs)."""
-        if not self.config.capture:
-            return "off"
-        if not self._use_graphs():
-            return f"eager: CUDA graphs need a CUDA device, got {self.device}"
-        return "captured" if self._graphs is not None else "pending"
+    def capture_status(self) -> dict[str, CaptureStatus]:
+        """Where the CUDA-graph path stands, as PPO's: `{"update": CaptureStatus}` (read-only;
+        `pending` during the eager warm-up calls of each step half)."""
+        return {"update": self._graphs.status}
 
     def _step(
         self,
@@ -402,26 +426,17 @@ class FastSAC:
         sync: Callable[[torch.Tensor], torch.Tensor],
     ) -> torch.Tensor:
         """One update: forward/backward, `sync` (collective + metrics), optimizer steps."""
-        if self._graphs is not None:
-            return self._graphs.run(b, with_actor, sync)
-        ctx: contextlib.AbstractContextManager = contextlib.nullcontext()
-        if self._use_graphs():  # warm-up runs on a side stream, as CUDA-graph capture requires
-            ctx = side_stream(self.device)
-        with ctx:
+        fb, apply = self._bodies[with_actor]
+        if not self._graphs.status.active:
             metrics = sync(forward_backward(self, b, with_actor))
             apply_step(self, with_actor)
-        if self._use_graphs():
-            self._eager_updates += 1
-            warm = self._eager_updates >= self.config.capture_warmup
-            if warm and self.actor_updates + int(with_actor) > 0 and self._has_optim_state():
-                self._graphs = StepGraphs(self, b)
+            return metrics
+        if not self._inputs:
+            self._inputs = {k: torch.empty_like(b[k]) for k in BATCH_KEYS}
+        torch._foreach_copy_([self._inputs[k] for k in BATCH_KEYS], [b[k] for k in BATCH_KEYS])
+        metrics = sync(fb().clone())  # the graph's output tensor is reused by the next replay
+        apply()
         return metrics
-
-    def _has_optim_state(self) -> bool:
-        opts = [self.critic_optimizer, self.actor_optimizer]
-        if self.config.autotune:
-            opts.append(self.alpha_optimizer)
-        return all(len(o.state) == len(o.param_groups[0]["params"]) for o in opts)
 
     # ----------------------------------------------------------------- state
     def state_dict(self, include_replay: bool = False) -> dict[str, Any]:
@@ -451,7 +466,7 @@ class FastSAC:
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Restore a `state_dict()`. Replay data is restored when present. Captured graphs are
-        dropped (the optimizers' state tensors are new) and rebuilt after a warm-up."""
+        dropped (the optimizers' state tensors are new) and captured again after a warm-up."""
         missing = [k for k in _STATE_KEYS if k not in state]
         if missing:
             raise KeyError(f"FastSAC state lacks {missing}")
@@ -476,8 +491,7 @@ class FastSAC:
         self.generator.set_state(state["generator"].cpu())
         if "replay" in state:
             self.replay.load_state_dict(state["replay"])
-        self._graphs = None
-        self._eager_updates = 0
+        self._graphs.reset()
 
     def parameters(self) -> Iterator[nn.Parameter]:
         """All trainable parameters (actor, critic, log-temperature)."""

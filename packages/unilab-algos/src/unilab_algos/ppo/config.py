@@ -73,13 +73,13 @@ class PPOConfig:
     graphs (forward + loss + backward; LR rule + clipping + Adam), with `grad_sync` run eagerly
     between them on the static gradients. It needs a CUDA device, `lr_on_device`, a
     feed-forward actor and critic and equal mini-batches (`remainder="drop"`); otherwise (or if
-    capture raises) the update runs eagerly, warns, and `PPO.capture_status` says why.
+    capture raises) the update runs eagerly, warns, and `PPO.capture_status["update"]` says why.
     `"auto"` (the default) captures when those hold and runs eagerly without a warning when
     they do not (on CPU, for recurrent networks, ...); `"none"` never captures (`rsl_rl()`).
     With `capture` not "none" and `capture_rollout=True` (the default), collection is captured
     too: `act` and `process_env_step` replay three graphs from static buffers, the normalizers'
     collective eager between them (CUDA, feed-forward, no RND, normalizers without `until`;
-    otherwise eager, quietly; `PPO.rollout_capture_status` says which and why). The same
+    otherwise eager, quietly; `PPO.capture_status["rollout"]` says which and why). The same
     computations as the eager path; actions are sampled in the graph from torch's graph-safe
     CUDA generator (same seed, so a run stays reproducible).
     """

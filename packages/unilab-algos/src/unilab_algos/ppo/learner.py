@@ -18,7 +18,7 @@ vector), and `compute_returns` one when advantages are normalized per rollout (c
 from __future__ import annotations
 
 import warnings
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping
 from itertools import chain
 from typing import Any
 
@@ -34,30 +34,38 @@ from unilab_storage import (
     normalize_advantages,
 )
 
+from ..common.cuda_graphs import CaptureMode, CaptureStatus, CudaGraphs, GraphBackend
 from ..common.models import GaussianActor, ValueCritic
 from ..common.normalizer import ReduceSum, update_normalizers
-from ._capture import CapturedStep
+from ._capture import CapturedUpdate
 from ._rollout import CapturedRollout
+from ._step import (
+    GradSync,
+    PPOState,
+    act,
+    apply_update,
+    cat_groups,
+    forward_backward,
+    normalizers_with_until,
+    rollout_normalizers,
+    step_rewards,
+    sync_grads,
+)
 from .config import PPOConfig
-from .loss import gaussian_kl, ppo_loss
-from .networks import RND, ExportPolicy, ExportRecurrentPolicy, build_actor, build_critic, td_module
-from .schedule import adaptive_lr, adaptive_lr_tensor
+from .networks import (
+    RND,
+    ExportPolicy,
+    ExportRecurrentPolicy,
+    build_actor,
+    build_critic,
+    obs_dim,
+    td_module,
+)
 
-__all__ = ["PPO"]
+__all__ = ["WARMUP", "GradSync", "PPO"]
 
-GradSync = Callable[[Sequence[nn.Parameter], torch.Tensor | None], torch.Tensor | None]
-
-
-def _obs_dim(obs_shapes: Mapping[str, tuple[int, ...]], groups: tuple[str, ...]) -> int:
-    dim = 0
-    for g in groups:
-        if g not in obs_shapes:
-            raise ValueError(f"observation group {g!r} not in obs_shapes {sorted(obs_shapes)}")
-        shape = tuple(obs_shapes[g])
-        if len(shape) != 1:
-            raise ValueError(f"observation group {g!r} must be 1-D, got shape {shape}")
-        dim += shape[0]
-    return dim
+WARMUP = 2
+"""Eager (side-stream) calls of each captured body before its capture."""
 
 
 class PPO:
@@ -73,6 +81,8 @@ class PPO:
             normalizers and global advantage normalization.
         generator: torch.Generator for mini-batch permutations (None: the device's default RNG,
             as RSL-RL). Action sampling always uses the global RNG.
+        graph_backend: the CUDA-graph machinery of the captured paths (default CUDA's;
+            `unilab_algos.common.RerunBackend` runs the captured paths without graphs).
 
     Rollout TensorDict keys (storage, batch [T, N]): `("obs", g)` for every group used,
     `actions` [A], `log_prob`, `mean` [A], `std` [A], `values`, `rewards`, `dones` (bool),
@@ -80,8 +90,9 @@ class PPO:
     `compute_returns`: `advantages`, `returns`.
 
     Attributes: `learning_rate` (float property; on the device-LR path reading it syncs),
-    `capture_status` ("off", "pending", "captured" or "eager: <reason>", see `PPOConfig`) of
-    the update, and `rollout_capture_status` (same values) of `act` / `process_env_step`.
+    `capture_status` (`{"update": CaptureStatus, "rollout": CaptureStatus}`, see `PPOConfig`),
+    `state` (the `PPOState` the step functions run on; `actor`, `critic`, `optimizer`, ...
+    are its members).
     """
 
     def __init__(
@@ -94,6 +105,7 @@ class PPO:
         grad_sync: GradSync | None = None,
         reduce_sum: ReduceSum | None = None,
         generator: torch.Generator | None = None,
+        graph_backend: GraphBackend | None = None,
     ) -> None:
         if not isinstance(config, PPOConfig):
             raise TypeError(f"config must be a PPOConfig, got {type(config).__name__}")
@@ -105,14 +117,14 @@ class PPO:
         self.cfg = cfg = config
         self.device = torch.device(device)
         self.action_dim = action_dim
-        self.grad_sync = grad_sync
         self.reduce_sum = reduce_sum
         self.generator = generator
+        self.graph_backend = graph_backend
         self.obs_shapes = {k: tuple(v) for k, v in obs_shapes.items()}
         obs_reduce = reduce_sum if cfg.obs_norm_scope == "global" else None
-        self._adv_reduce = reduce_sum if cfg.advantage_norm_scope == "global" else None
+        self.adv_reduce = reduce_sum if cfg.advantage_norm_scope == "global" else None
         self.actor: GaussianActor = build_actor(
-            _obs_dim(obs_shapes, cfg.actor_obs),
+            obs_dim(obs_shapes, cfg.actor_obs),
             action_dim,
             cfg.actor,
             cfg.policy,
@@ -120,103 +132,139 @@ class PPO:
             reduce_sum=obs_reduce,
         ).to(self.device)
         self.critic: ValueCritic = build_critic(
-            _obs_dim(obs_shapes, cfg.critic_obs),
+            obs_dim(obs_shapes, cfg.critic_obs),
             cfg.critic,
             norm_mode=cfg.obs_norm_mode,
             reduce_sum=obs_reduce,
         ).to(self.device)
         self.actor_td = td_module(self.actor, cfg.actor_obs, "mean")
         self.critic_td = td_module(self.critic, cfg.critic_obs, "values")
-        self.capture_status = self._capture_check()
+        update_status = self._capture_check()
         opt_kw: dict[str, Any] = {}
         if cfg.lr_on_device:  # fused Adam: one kernel for all parameters, reads the LR tensor
-            opt_kw = {"fused": True, "capturable": self.capture_status == "pending"}
-        self._lr: torch.Tensor | None = None  # float64 rule state (device path)
-        self._lr_opt: torch.Tensor | None = None  # float32 copy that Adam reads
-        self._lr_float = float(cfg.learning_rate)  # Python-float path (rsl_rl preset)
+            capturable = update_status.active and self.device.type == "cuda"
+            opt_kw = {"fused": True, "capturable": capturable}
+        lr: torch.Tensor | None = None  # float64 rule state (device path)
+        lr_opt: torch.Tensor | None = None  # float32 copy that Adam reads
         if cfg.lr_on_device:
-            self._lr = torch.tensor(cfg.learning_rate, dtype=torch.float64, device=self.device)
-            self._lr_opt = self._lr.to(torch.float32)
+            lr = torch.tensor(cfg.learning_rate, dtype=torch.float64, device=self.device)
+            lr_opt = lr.to(torch.float32)
         self.optimizer = torch.optim.Adam(
             chain(self.actor.parameters(), self.critic.parameters()),
-            lr=self._lr_opt if self._lr_opt is not None else cfg.learning_rate,
+            lr=lr_opt if lr_opt is not None else cfg.learning_rate,
             **opt_kw,
         )
         self.rnd: RND | None = None
         self.rnd_optimizer: torch.optim.Optimizer | None = None
         if cfg.rnd is not None:
-            dim = _obs_dim(obs_shapes, cfg.rnd.obs)
+            dim = obs_dim(obs_shapes, cfg.rnd.obs)
             self.rnd = RND(dim, cfg.rnd, obs_reduce).to(self.device)
             self.rnd_optimizer = torch.optim.Adam(
                 self.rnd.predictor.parameters(), lr=cfg.rnd.learning_rate, **opt_kw
             )
+        for opt in (self.optimizer, self.rnd_optimizer):
+            if opt is not None and opt_kw.get("capturable"):  # warm-up and fallback run it
+                opt._warned_capturable_if_run_uncaptured = True  # eagerly on purpose
+        self.state = PPOState(
+            cfg=cfg,
+            device=self.device,
+            actor=self.actor,
+            critic=self.critic,
+            actor_td=self.actor_td,
+            critic_td=self.critic_td,
+            optimizer=self.optimizer,
+            rnd=self.rnd,
+            rnd_optimizer=self.rnd_optimizer,
+            grad_sync=grad_sync,
+            lr=lr,
+            lr_opt=lr_opt,
+            lr_float=float(cfg.learning_rate),
+            acc=torch.zeros(5, dtype=torch.float64, device=self.device),
+        )
         self.num_updates = 0
         self.storage: RolloutStorage | None = None
         self._pending: TensorDict | None = None
+        self._pending_graphed = False  # whether the staged transition is the captured rollout's
         self._obs_groups = tuple(dict.fromkeys(cfg.actor_obs + cfg.critic_obs + self._rnd_obs()))
-        self._acc = torch.zeros(5, dtype=torch.float64, device=self.device)
         self._adv_collectives = 0
-        self._graphs: CapturedStep | None = None
-        self.rollout_capture_status = self._rollout_check()
-        self._rollout = CapturedRollout(self) if self.rollout_capture_status == "pending" else None
+        self._update_graphs = self._new_graphs("PPO update", update_status)
+        self._update = CapturedUpdate(
+            self.state, self._update_graphs, self._obs_groups, self._params(), self.adv_reduce
+        )
+        self._rollout_graphs = self._new_graphs("PPO rollout", self._rollout_check())
+        self._rollout: CapturedRollout | None = None  # built by init_storage
 
     # ------------------------------------------------------------------ setup
-    def _capture_check(self) -> str:
-        """Capture status: off, pending (captured at the next update) or "eager: <reason>"."""
+    def _new_graphs(self, label: str, status: CaptureStatus) -> CudaGraphs:
+        hint = "train with PPOConfig.capture='none'"
+        if label == "PPO rollout":
+            hint = "train with PPOConfig.capture_rollout=False"
+        return CudaGraphs(
+            label, status, self.device, warmup=WARMUP, backend=self.graph_backend, hint=hint
+        )
+
+    def _device_reasons(self) -> list[str]:
+        needs_cuda = self.graph_backend is None or self.graph_backend.needs_cuda
+        if needs_cuda and self.device.type != "cuda":
+            return [f"CUDA graphs need a CUDA device, got {self.device}"]
+        return []
+
+    def _capture_check(self) -> CaptureStatus:
+        """The update's status: off, pending (captured at the next update) or eager (why)."""
         cfg = self.cfg
-        if cfg.capture == "none":
-            return "off"
-        reasons = []
-        if self.device.type != "cuda":
-            reasons.append(f"CUDA graphs need a CUDA device, got {self.device}")
+        reasons = self._device_reasons()
         if not cfg.lr_on_device:
             reasons.append("lr_on_device=False reads the KL on the host every mini-batch")
         if cfg.recurrent:
             reasons.append("recurrent mini-batches vary in shape")
         if cfg.remainder != "drop":
             reasons.append(f"remainder={cfg.remainder!r} gives unequal mini-batches")
-        if not reasons:
-            return "pending"
-        reason = "eager: " + "; ".join(reasons)
-        if cfg.capture == "cuda_graph":  # asked for explicitly; "auto" falls back quietly
-            warnings.warn(f"PPO capture='cuda_graph' falls back to eager ({reason})", stacklevel=3)
-        return reason
+        status = CaptureStatus.check(cfg.capture != "none", reasons)
+        if status.mode is CaptureMode.EAGER and cfg.capture == "cuda_graph":  # "auto": quietly
+            warnings.warn(f"PPO capture='cuda_graph' falls back to {status}", stacklevel=3)
+        return status
 
-    def _rollout_check(self) -> str:
-        """Rollout capture status: off, pending or "eager: <reason>" (see `_rollout.py`)."""
+    def _rollout_check(self) -> CaptureStatus:
+        """The rollout's status: off, pending or eager (why); see `_rollout.py`."""
         cfg = self.cfg
-        if cfg.capture == "none" or not cfg.capture_rollout:
-            return "off"
-        reasons = []
-        if self.device.type != "cuda":
-            reasons.append(f"CUDA graphs need a CUDA device, got {self.device}")
+        reasons = self._device_reasons()
         if cfg.recurrent:
             reasons.append("recurrent networks carry hidden state")
         if cfg.rnd is not None:
             reasons.append("RND's intrinsic reward")
-        norms = (self.actor.obs_normalizer, self.critic.obs_normalizer)
-        if any(getattr(n, "until", None) is not None for n in norms):
+        if normalizers_with_until(self.state):
             reasons.append("a normalizer with `until` checks its count on the host")
-        return "eager: " + "; ".join(reasons) if reasons else "pending"
+        return CaptureStatus.check(cfg.capture != "none" and cfg.capture_rollout, reasons)
 
     @property
-    def _pending_graphed(self) -> bool:
-        """Whether the staged transition is the captured rollout's (static buffers)."""
-        return self._rollout is not None and self._pending is self._rollout.pending
+    def grad_sync(self) -> GradSync | None:
+        """The injected gradient all-reduce (the one `PPOState.grad_sync`)."""
+        return self.state.grad_sync
+
+    @grad_sync.setter
+    def grad_sync(self, fn: GradSync | None) -> None:
+        self.state.grad_sync = fn
+
+    @property
+    def capture_status(self) -> dict[str, CaptureStatus]:
+        """Where the CUDA-graph paths stand: `{"update": ..., "rollout": ...}` (read-only)."""
+        return {"update": self._update_graphs.status, "rollout": self._rollout_graphs.status}
 
     @property
     def learning_rate(self) -> float:
         """Current learning rate (reads the device tensor on the device path: one host sync)."""
-        return float(self._lr) if self._lr is not None else self._lr_float
+        st = self.state
+        return float(st.lr) if st.lr is not None else st.lr_float
 
     def _set_lr(self, value: float) -> None:
-        if self._lr is not None:
-            self._lr.fill_(value)
-            self._lr_opt.copy_(self._lr)
-            lr: float | torch.Tensor = self._lr_opt
+        st = self.state
+        if st.lr is not None:
+            st.lr.fill_(value)
+            st.lr_opt.copy_(st.lr)
+            lr: float | torch.Tensor = st.lr_opt
         else:
-            self._lr_float = float(value)
-            lr = self._lr_float
+            st.lr_float = float(value)
+            lr = st.lr_float
         for group in self.optimizer.param_groups:
             group["lr"] = lr
 
@@ -254,6 +302,13 @@ class PPO:
                     )
         template = TensorDict(fields, batch_size=[n], device=dev)
         self.storage = RolloutStorage(num_steps, num_envs, template, device=dev)
+        if self._rollout_graphs.status.active:  # new static buffers for this storage
+            self._rollout_graphs = self._new_graphs(
+                "PPO rollout", CaptureStatus(CaptureMode.PENDING)
+            )
+            self._rollout = CapturedRollout(
+                self.state, self._rollout_graphs, self._obs_groups, self.obs_shapes, self.storage
+            )
         return self.storage
 
     # ---------------------------------------------------------------- rollout
@@ -264,6 +319,7 @@ class PPO:
             raise RuntimeError("PPO.act: call init_storage(num_envs, num_steps) first")
         if self._rollout is not None and self._rollout.accepts(obs):
             self._pending = self._rollout.act(obs)
+            self._pending_graphed = True
             return self._pending["actions"].clone()
         n = self.storage.num_envs
         step = TensorDict({}, batch_size=[n], device=self.device)
@@ -273,26 +329,21 @@ class PPO:
                 for s, h in zip(("h", "c"), states, strict=False):
                     step.set(("hidden", name, s), h.transpose(0, 1))
         td = obs.select(*[("obs", g) for g in self._obs_groups])
-        self.actor_td(td)
-        self.critic_td(td)
-        mean = td["mean"]
-        dist = self.actor.distribution(mean)
-        actions = dist.sample()
+        out = act(self.state, td)
         for g in self._obs_groups:
             step.set(("obs", g), td["obs", g])
-        step.set("actions", actions)
-        step.set("log_prob", dist.log_prob(actions).sum(dim=-1))
-        step.set("mean", mean)
-        step.set("std", dist.stddev)
-        step.set("values", td["values"])
+        for k, v in out.items():
+            step.set(k, v)
         self._pending = step
-        return actions
+        self._pending_graphed = False
+        return out["actions"]
 
     @torch.no_grad()
     def process_env_step(self, step: TensorDictBase) -> None:
-        """Record an environment step (the env step keys of docs/envs.md): update normalizers with the new obs,
-        add the RND bonus and the time-out bootstrap `gamma * V(s_t) * truncated` to the
-        reward, store the transition and reset the recurrent state of done envs."""
+        """Record an environment step (the env step keys of docs/envs.md): update normalizers
+        with the new obs, add the RND bonus and the time-out bootstrap
+        `gamma * V(s_t) * truncated` to the reward, store the transition and reset the
+        recurrent state of done envs."""
         if self._pending is None:
             raise RuntimeError("PPO.process_env_step: call act() before each env step")
         if self._pending_graphed:  # feed-forward: no recurrent state to reset
@@ -300,21 +351,11 @@ class PPO:
             self._pending = None
             return
         obs = step["obs"]
-        cfg = self.cfg
-        batches = [
-            (self.actor.obs_normalizer, self._cat(obs, cfg.actor_obs)),
-            (self.critic.obs_normalizer, self._cat(obs, cfg.critic_obs)),
-        ]
-        if self.rnd is not None:
-            batches.append((self.rnd.state_normalizer, self._cat(obs, cfg.rnd.obs)))
-        update_normalizers(batches)  # one collective for all global normalizers
+        # one collective for all global normalizers
+        update_normalizers([(n, cat_groups(obs, g)) for n, g in rollout_normalizers(self.state)])
         pending = self._pending
-        rewards = step["reward"].to(torch.float32).clone()
-        if self.rnd is not None:
-            rewards += self.rnd.intrinsic_reward(self._cat(obs, cfg.rnd.obs))
-        if cfg.bootstrap_time_outs and "truncated" in step.keys():  # noqa: SIM118 (TensorDict has no `in`)
-            time_outs = step["truncated"].to(rewards.dtype)
-            rewards += cfg.gamma * (pending["values"] * time_outs)
+        truncated = step["truncated"] if "truncated" in step.keys() else None  # noqa: SIM118
+        rewards = step_rewards(self.state, step["reward"], pending["values"], truncated, obs)
         dones = step["done"].bool()
         pending.set("rewards", rewards)
         pending.set("dones", dones)
@@ -322,12 +363,6 @@ class PPO:
         self._pending = None
         self.actor.reset(dones)
         self.critic.reset(dones)
-
-    @staticmethod
-    def _cat(obs: TensorDictBase, groups: tuple[str, ...]) -> torch.Tensor:
-        if len(groups) == 1:
-            return obs[groups[0]]
-        return torch.cat([obs[g] for g in groups], dim=-1)
 
     @torch.no_grad()
     def compute_returns(self, last_obs: TensorDictBase) -> None:
@@ -353,8 +388,8 @@ class PPO:
         )
         self._adv_collectives = 0
         if self.cfg.advantage_norm and not self.cfg.advantage_norm_per_mini_batch:
-            adv = normalize_advantages(adv, reduce_sum=self._adv_reduce)
-            self._adv_collectives = int(self._adv_reduce is not None)
+            adv = normalize_advantages(adv, reduce_sum=self.adv_reduce)
+            self._adv_collectives = int(self.adv_reduce is not None)
         data.set("advantages", adv)
         data.set("returns", returns)
 
@@ -381,119 +416,13 @@ class PPO:
                 mb = flat[idx]
                 yield mb, mb, None, None
 
-    @staticmethod
-    def _hidden(initial: TensorDictBase | None, name: str, net) -> Any:
-        if net.memory is None or initial is None:
-            return None
-        states = [
-            initial["hidden", name, s].transpose(0, 1).contiguous()
-            for s in ("h", "c")[: net.memory.num_states]
-        ]
-        return states[0] if len(states) == 1 else tuple(states)
-
-    def _adapt_lr(self, kl: torch.Tensor) -> None:
-        # Every rank holds the same global KL, hence computes the same LR (no broadcast).
-        cfg = self.cfg
-        kw = dict(desired_kl=cfg.desired_kl, factor=cfg.lr_factor, bounds=cfg.lr_bounds)
-        # RSL-RL multi-GPU broadcasts the new LR as a float32 tensor: the same rounding here
-        f32 = cfg.lr_float32_sync and self.grad_sync is not None
-        if self._lr is None:  # RSL-RL: Python float, one host read of the KL
-            lr = adaptive_lr(self._lr_float, kl, **kw)
-            self._lr_float = torch.tensor(lr, dtype=torch.float32).item() if f32 else lr
-            for group in self.optimizer.param_groups:
-                group["lr"] = self._lr_float
-        else:  # on device, no sync; Adam reads self._lr_opt (its param-group lr)
-            lr_t = adaptive_lr_tensor(self._lr, kl, **kw)
-            self._lr.copy_(lr_t.float() if f32 else lr_t)
-            self._lr_opt.copy_(self._lr)
-
     def _mb_advantages(self, mb: TensorDictBase) -> tuple[torch.Tensor, int]:
         adv = mb["advantages"]
         if self.cfg.advantage_norm and self.cfg.advantage_norm_per_mini_batch:
             with torch.no_grad():
-                adv = normalize_advantages(adv, reduce_sum=self._adv_reduce)
-            return adv, int(self._adv_reduce is not None)
+                adv = normalize_advantages(adv, reduce_sum=self.adv_reduce)
+            return adv, int(self.adv_reduce is not None)
         return adv, 0
-
-    def _forward_backward(
-        self,
-        mb: TensorDictBase,
-        obs_src: TensorDictBase,
-        masks: torch.Tensor | None,
-        initial: TensorDictBase | None,
-        adv: torch.Tensor,
-    ) -> tuple[torch.Tensor | None, torch.Tensor]:
-        """Loss and backward of one mini-batch into `.grad`. Returns the local KL (0-d, adaptive
-        schedule only) and the detached losses `[value, surrogate, entropy, rnd]` (float32)."""
-        cfg = self.cfg
-        a_obs = self._cat(obs_src["obs"], cfg.actor_obs)
-        c_obs = self._cat(obs_src["obs"], cfg.critic_obs)
-        mean = self.actor.features(a_obs, masks, self._hidden(initial, "actor", self.actor))
-        values = self.critic.features(
-            c_obs, masks, self._hidden(initial, "critic", self.critic)
-        ).squeeze(-1)
-        dist = self.actor.distribution(mean)
-        kl = None
-        if cfg.schedule == "adaptive":
-            with torch.no_grad():
-                kl = gaussian_kl(mb["mean"], mb["std"], dist.mean, dist.stddev)
-        out = ppo_loss(
-            dist,
-            mb["actions"],
-            mb["log_prob"],
-            adv,
-            values,
-            mb["values"],
-            mb["returns"],
-            clip_param=cfg.clip_param,
-            value_loss_coef=cfg.value_loss_coef,
-            entropy_coef=cfg.entropy_coef,
-            use_clipped_value_loss=cfg.use_clipped_value_loss,
-        )
-        rnd_loss = None
-        if self.rnd is not None:
-            rnd_obs = obs_src["obs"]
-            if masks is not None:  # recurrent: RND is feed-forward, use the unpadded obs
-                rnd_obs = mb["obs"]
-            rnd_loss = self.rnd.loss(self._cat(rnd_obs, cfg.rnd.obs))
-        self.optimizer.zero_grad()
-        out["loss"].backward()
-        if rnd_loss is not None:
-            self.rnd_optimizer.zero_grad()
-            rnd_loss.backward()
-        rnd_term = rnd_loss if rnd_loss is not None else torch.zeros((), device=self.device)
-        losses = torch.stack([out["value"], out["surrogate"], out["entropy"], rnd_term])
-        return kl, losses.detach()
-
-    def _sync_grads(
-        self, params: list[nn.Parameter], kl: torch.Tensor | None
-    ) -> tuple[torch.Tensor | None, int]:
-        """One `grad_sync` call (KL in `extra`); returns the global KL and the call count."""
-        if self.grad_sync is None:
-            return kl, 0
-        synced = self.grad_sync(params, kl.reshape(1) if kl is not None else None)
-        return (synced[0] if kl is not None else None), 1
-
-    def _apply(self, kl: torch.Tensor | None, losses: torch.Tensor) -> None:
-        """LR rule, clipping, optimizer step(s) and metric accumulation (no host sync on the
-        device-LR path; CUDA-graph capturable)."""
-        cfg = self.cfg
-        if kl is not None:
-            self._adapt_lr(kl)
-        if cfg.max_grad_norm is not None:
-            if cfg.grad_clip == "separate":
-                nn.utils.clip_grad_norm_(self.actor.parameters(), cfg.max_grad_norm)
-                nn.utils.clip_grad_norm_(self.critic.parameters(), cfg.max_grad_norm)
-            else:
-                nn.utils.clip_grad_norm_(
-                    [*self.actor.parameters(), *self.critic.parameters()], cfg.max_grad_norm
-                )
-        self.optimizer.step()
-        if self.rnd_optimizer is not None:
-            self.rnd_optimizer.step()
-        kl_term = kl.reshape(1) if kl is not None else losses.new_zeros(1)
-        # float64 sums of the float32 losses = RSL-RL's Python-float sums
-        self._acc += torch.cat([losses[:3], kl_term, losses[3:]]).to(torch.float64)
 
     def update(self) -> dict[str, float]:
         """E epochs x M mini-batches of PPO; returns mean losses and bookkeeping:
@@ -508,36 +437,35 @@ class PPO:
         cfg = self.cfg
         if self.storage is None or "advantages" not in self.storage.data.keys():  # noqa: SIM118
             raise RuntimeError("PPO.update: call compute_returns() first")
-        params = self._params()
+        st = self.state
         collectives = self._adv_collectives
-        self._acc.zero_()
+        st.acc.zero_()
         count = 0
-        if self.capture_status in ("pending", "captured"):
-            if self._graphs is None:
-                self._graphs = CapturedStep(self)
-            count, synced = self._graphs.run_update(params)
+        if self._update_graphs.status.active:
+            count, synced = self._update.run(self.storage.data.flatten(0, 1), self.generator)
             collectives += synced
         else:
+            params = self._params()
             for mb, obs_src, masks, initial in self._batches():
                 adv, n_adv = self._mb_advantages(mb)
-                kl, losses = self._forward_backward(mb, obs_src, masks, initial, adv)
-                kl, n_sync = self._sync_grads(params, kl)
-                self._apply(kl, losses)
+                kl, losses = forward_backward(st, mb, obs_src, masks, initial, adv)
+                kl, n_sync = sync_grads(st, params, kl)
+                apply_update(st, kl, losses)
                 collectives += n_adv + n_sync
                 count += 1
         self.storage.clear()
         self.storage.data.del_("advantages")
         self.num_updates += 1
         tail = [self.actor.std().detach().mean().reshape(1).to(torch.float64)]
-        if self._lr is not None:
-            tail.append(self._lr.reshape(1))
-        vals = torch.cat([self._acc / count, *tail]).tolist()  # the one host read
+        if st.lr is not None:
+            tail.append(st.lr.reshape(1))
+        vals = torch.cat([st.acc / count, *tail]).tolist()  # the one host read
         metrics = {"value": vals[0], "surrogate": vals[1], "entropy": vals[2]}
         if cfg.schedule == "adaptive":
             metrics["kl"] = vals[3]
         if self.rnd is not None:
             metrics["rnd"] = vals[4]
-        metrics["learning_rate"] = vals[6] if self._lr is not None else self._lr_float
+        metrics["learning_rate"] = vals[6] if st.lr is not None else st.lr_float
         metrics["collectives"] = collectives
         metrics["mini_batches"] = count
         metrics["action_std"] = vals[5]
@@ -610,9 +538,7 @@ class PPO:
         if self.rnd is not None:
             self.rnd.load_state_dict(sd["rnd"])
             _load_optimizer(self.rnd_optimizer, sd["rnd_optimizer"])
-        self._graphs = None  # the optimizer state tensors were replaced: capture again
-        if self.capture_status == "captured":
-            self.capture_status = "pending"
+        self._update_graphs.reset()  # the optimizer state tensors were replaced: capture again
 
 
 def _load_optimizer(opt: torch.optim.Optimizer, state: dict[str, Any]) -> None:

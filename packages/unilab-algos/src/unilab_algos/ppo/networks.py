@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+from collections.abc import Mapping
 
 import torch
 from tensordict.nn import TensorDictModule
@@ -14,7 +15,20 @@ from ..common.networks import mlp
 from ..common.normalizer import EmpiricalNormalizer, ReduceSum
 from .config import RNDConfig
 
-__all__ = ["RND", "ExportPolicy", "build_actor", "build_critic", "td_module"]
+__all__ = ["RND", "ExportPolicy", "build_actor", "build_critic", "obs_dim", "td_module"]
+
+
+def obs_dim(obs_shapes: Mapping[str, tuple[int, ...]], groups: tuple[str, ...]) -> int:
+    """The width of the observation groups `groups` concatenated (each group 1-D)."""
+    dim = 0
+    for g in groups:
+        if g not in obs_shapes:
+            raise ValueError(f"observation group {g!r} not in obs_shapes {sorted(obs_shapes)}")
+        shape = tuple(obs_shapes[g])
+        if len(shape) != 1:
+            raise ValueError(f"observation group {g!r} must be 1-D, got shape {shape}")
+        dim += shape[0]
+    return dim
 
 
 def _normalizer(dim: int, cfg: NetworkConfig, mode: str, reduce_sum: ReduceSum | None):
