@@ -43,6 +43,7 @@ from unilab_envs.tasks.velocity import COMMAND_NAMES, joint_position_info, named
 from unilab_envs.terrain import (
     GridPattern,
     HeightScan,
+    RayScene,
     RingPattern,
     TerrainConfig,
     TerrainGeometry,
@@ -625,7 +626,12 @@ class MjlabVelocityTask(Task):
             self._a["normal_idx"] = wp.zeros(0, dtype=wp.int32, device=dev)
             return
         group = (c.terrain.geom_group,)
-        self._scan = HeightScan(n, self._scan_body, c.terrain_scan, geom_groups=group, device=dev)
+        # one hierarchy over the terrain's geoms for both scans (static: built once)
+        self._ray_scene = RayScene(mjm, n, group, device=dev)
+        self._scan = HeightScan(
+            n, self._scan_body, c.terrain_scan, geom_groups=group, device=dev,
+            scene=self._ray_scene,
+        )  # fmt: skip
         s = self._scan
         self._scan_arrays = (s.pnt, s.vec, s.dist, s.heights)
         # state across steps: `upright` reads the previous observation's scan (as MJLab's
@@ -635,7 +641,7 @@ class MjlabVelocityTask(Task):
             sites = self._host["foot_site"].tolist()
             self._foot_scan = HeightScan(
                 n, sites, c.foot_scan, geom_groups=group, device=dev, frame="site",
-                exclude=mjm.site_bodyid[sites].tolist(),
+                exclude=mjm.site_bodyid[sites].tolist(), scene=self._ray_scene,
             )  # fmt: skip
         self.levels.bind(n, dev)
         self._origin = self.levels.origin
@@ -777,6 +783,7 @@ class MjlabVelocityTask(Task):
     def observe(self, ctx: TaskContext, obs) -> None:
         a, d = self._a, ctx.data
         if self._scan is not None:  # MJLab's sense(): the ray casts, after the forward
+            self._ray_scene.refit(ctx.model, d)
             self._scan.cast(ctx.model, d)
         if self._foot_scan is not None:
             self._foot_scan.cast(ctx.model, d)

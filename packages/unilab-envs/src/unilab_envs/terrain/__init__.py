@@ -26,6 +26,7 @@ from unilab_envs.terrain.levels import TerrainLevels as TerrainLevels
 from unilab_envs.terrain.levels import proportional_counts as proportional_counts
 from unilab_envs.terrain.scan import GridPattern as GridPattern
 from unilab_envs.terrain.scan import HeightScan as HeightScan
+from unilab_envs.terrain.scan import RayScene as RayScene
 from unilab_envs.terrain.scan import RingPattern as RingPattern
 from unilab_envs.terrain.tiles import Tile as Tile
 
@@ -33,6 +34,7 @@ __all__ = [
     "FlatTerrain",
     "GridPattern",
     "HeightScan",
+    "RayScene",
     "PyramidSlopeTerrain",
     "PyramidStairsTerrain",
     "RandomUniformTerrain",

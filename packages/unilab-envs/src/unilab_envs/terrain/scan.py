@@ -3,6 +3,11 @@
 `HeightScan.cast(m, d)` is three warp launches on arrays it allocated once (ray origins and
 directions from the body pose, `mujoco_warp.rays`, heights from the distances), with no host
 synchronization, so it can sit inside a captured control step.
+
+Without a `RayScene` every ray tests every geom of its groups (the generated rough terrain has
+about 550); with one, MuJoCo Warp walks a bounding-volume hierarchy over those geoms (and one
+over each heightfield's triangles), so a ray tests only the few geoms whose boxes it crosses.
+Both give the same hits (tests/test_envs_terrain_scan.py compares them on the rough terrain).
 """
 
 from __future__ import annotations
@@ -11,6 +16,7 @@ from collections.abc import Sequence
 from typing import Literal
 
 import attrs
+import mujoco
 import mujoco_warp as mjw
 import numpy as np
 import warp as wp
@@ -169,6 +175,57 @@ def _clearance(
     out[w, f] = best
 
 
+class RayScene:
+    """The geoms of `geom_groups` in each of `nworld` worlds as one bounding-volume hierarchy
+    for `HeightScan` (MuJoCo Warp's render context with no camera active).
+
+    The boxes are computed from `mjm`'s compiled pose (a host forward pass) when the scene is
+    built. `refit(m, d)` recomputes them from `d.geom_xpos` and rebuilds the tree's bounds:
+    needed only when a scene geom moves, so it launches nothing when every scene geom is static
+    (welded to the world, as terrain is) and `dynamic` is False. Memory: two vec3 and one int
+    per geom per world, plus the trees.
+
+    Hits equal the brute-force ones except for a ray that starts inside a heightfield's solid
+    (below its surface): the hierarchy tests the heightfield's triangles only, so such a ray
+    misses, where the brute-force cast reports the heightfield's base box. MJLab's ray-cast
+    sensors use the same hierarchy.
+    """
+
+    def __init__(
+        self,
+        mjm: mujoco.MjModel,
+        nworld: int,
+        geom_groups: tuple[int, ...] = (0,),
+        *,
+        device: wp.context.Devicelike = None,
+    ) -> None:
+        groups = sorted({int(g) for g in geom_groups})
+        if not groups or not all(0 <= g < 6 for g in groups):
+            raise ValueError(f"geom groups must be in [0, 6), got {geom_groups}")
+        in_scene = np.isin(mjm.geom_group, groups)
+        if not in_scene.any():
+            raise ValueError(f"the model has no geom in groups {groups} to cast rays against")
+        self.geom_groups = tuple(groups)
+        self.num_geoms = int(in_scene.sum())
+        self.dynamic = bool((mjm.body_weldid[mjm.geom_bodyid[in_scene]] != 0).any())
+        with wp.ScopedDevice(device):
+            self.context = mjw.create_render_context(
+                mjm,
+                nworld=nworld,
+                render_rgb=False,
+                render_depth=False,
+                render_seg=False,
+                use_textures=False,
+                enabled_geom_groups=list(groups),
+                cam_active=[False] * mjm.ncam,
+            )
+
+    def refit(self, m: mjw.Model, d: mjw.Data) -> None:
+        """Bring the boxes to the geoms' current poses (warp launches; none when static)."""
+        if self.dynamic:
+            mjw.refit_bvh(m, d, self.context)
+
+
 class HeightScan:
     """A pattern of rays under body `body` (an id, or several: one pattern per frame,
     frame-major) in each of `nworld` worlds; with `frame="site"` the frames are sites and
@@ -181,7 +238,8 @@ class HeightScan:
     max_distance on a miss), `dist` = MJWarp's distance along the ray (-1 = no hit; `max_distance` is
     not applied to it). Rays see only geoms in `geom_groups` (the
     terrain's group, so robots in other groups are invisible) and, with `exclude_body`,
-    never the body itself.
+    never the body itself. With `scene` the rays walk its hierarchy (its groups must hold
+    `geom_groups`; the caller refits it when its geoms move) instead of testing every geom.
     """
 
     def __init__(
@@ -195,8 +253,15 @@ class HeightScan:
         device: wp.context.Devicelike = None,
         frame: Literal["body", "site"] = "body",
         exclude: Sequence[int] | None = None,
+        scene: RayScene | None = None,
     ) -> None:
         self.pattern = pattern or GridPattern()
+        if scene is not None and not set(geom_groups) <= set(scene.geom_groups):
+            raise ValueError(
+                f"the scan's geom groups {tuple(geom_groups)} are not all in its RayScene's "
+                f"{scene.geom_groups}: build the scene with every group the scan sees"
+            )
+        self.scene = scene
         frames = [int(body)] if np.ndim(body) == 0 else [int(b) for b in body]
         if frame not in ("body", "site"):
             raise ValueError(f"frame must be 'body' or 'site', got {frame!r}")
@@ -253,6 +318,7 @@ class HeightScan:
             self.dist,
             self.geomid,
             self.normal,
+            rc=None if self.scene is None else self.scene.context,
         )
         wp.launch(
             _ray_heights,
