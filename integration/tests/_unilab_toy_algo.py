@@ -35,7 +35,7 @@ class _Mean(nn.Module):
 
 class ToyLearner:
     def __init__(self, obs_shapes, action_dim, cfg: ToyConfig, *, device, grad_sync=None):
-        self.cfg, self.device, self.grad_sync = cfg, torch.device(device), grad_sync
+        self.config, self.device, self.grad_sync = cfg, torch.device(device), grad_sync
         obs_dim = sum(obs_shapes[g][0] for g in cfg.actor_obs)
         self.actor = _Mean(obs_dim, action_dim).to(self.device)
         self.log_std = nn.Parameter(torch.full((action_dim,), float(cfg.init_std)).log())
@@ -47,10 +47,14 @@ class ToyLearner:
         self.rewards: list[torch.Tensor] = []
 
     def _input(self, obs) -> torch.Tensor:
-        return torch.cat([obs["obs", g] for g in self.cfg.actor_obs], dim=-1)
+        return torch.cat([obs["obs", g] for g in self.config.actor_obs], dim=-1)
 
     def init_storage(self, num_envs: int, num_steps: int) -> None:
         self.num_envs, self.num_steps = num_envs, num_steps
+
+    @property
+    def capture_status(self) -> dict[str, Any]:
+        return {}  # nothing captured in a CUDA graph
 
     def train_mode(self) -> None:
         self.actor.train()

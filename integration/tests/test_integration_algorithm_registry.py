@@ -95,3 +95,27 @@ def test_a_second_algorithm_under_a_taken_name_is_refused(toy):
             )
         )
     assert "toy2" not in ALGORITHMS
+
+
+def test_a_learner_outside_the_contract_is_refused_when_built(toy):
+    from unilab_integration import AlgorithmSpec
+
+    class NoReturns(toy.ToyLearner):
+        compute_returns = property(lambda self: (_ for _ in ()).throw(AttributeError("no")))
+
+    spec = AlgorithmSpec(
+        name="broken",
+        kind="on-policy",
+        description="a learner without compute_returns",
+        presets=("default",),
+        config_factory=lambda preset: toy.ToyConfig(),
+        learner_factory=lambda shapes, dim, algo, *, device, **_: NoReturns(
+            shapes, dim, algo, device=device
+        ),
+    )
+    with pytest.raises(TypeError, match=r"built a NoReturns that an on-policy runner cannot "
+                       r"drive: it lacks compute_returns \(the contract: "
+                       r"unilab_algos.OnPolicyLearner\)"):  # fmt: skip
+        spec.build_learner({"policy": (3,)}, 1, toy.ToyConfig(), device="cpu")
+    learner = toy.ToyLearner({"policy": (3,)}, 1, toy.ToyConfig(), device="cpu")
+    assert spec.kind == "on-policy" and learner.capture_status == {}

@@ -7,9 +7,12 @@ stays cheap and side-effect free.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import attrs
+
+if TYPE_CHECKING:
+    from unilab_algos import Learner
 
 __all__ = ["ALGORITHMS", "AlgorithmSpec", "algorithm_spec", "algos_class", "register_algorithm"]
 
@@ -48,9 +51,14 @@ class AlgorithmSpec:
         world_size: int = 1,
         grad_sync: Any = None,
         reduce_sum: Any = None,
-    ) -> Any:
-        """The learner of this algorithm (one rank's; no sync when the two are None)."""
-        return self._learner_factory(
+    ) -> Learner:
+        """The learner of this algorithm (one rank's; no sync when the two are None).
+
+        TypeError, naming what is missing, when it is not the learner its `kind` runs
+        (`unilab_algos.OnPolicyLearner` / `OffPolicyLearner`)."""
+        from unilab_algos.common import missing_members
+
+        learner = self._learner_factory(
             obs_shapes,
             action_dim,
             algo,
@@ -60,6 +68,15 @@ class AlgorithmSpec:
             grad_sync=grad_sync,
             reduce_sum=reduce_sum,
         )
+        missing = missing_members(learner, self.kind)
+        if missing:
+            protocol = "OnPolicyLearner" if self.kind == "on-policy" else "OffPolicyLearner"
+            raise TypeError(
+                f"algorithm '{self.name}' built a {type(learner).__name__} that an {self.kind} "
+                f"runner cannot drive: it lacks {', '.join(missing)} (the contract: "
+                f"unilab_algos.{protocol})"
+            )
+        return learner
 
     def make_config(self, preset: str) -> Any:
         if preset not in self.presets:
@@ -144,9 +161,9 @@ def register_algorithm(spec: AlgorithmSpec) -> None:
     """Make an algorithm known to `make_config`, `unilab train --algo` and checkpoint loading.
 
     Everything of the algorithm lives in its own module: its config (an attrs class), its
-    learner (the runner of `spec.kind` drives it: for "on-policy" `init_storage`,
-    `train_mode`/`eval_mode`, `act`, `process_env_step`, `compute_returns`, `update` -> metrics,
-    `state_dict`/`load_state_dict`, `policy_module`, `replicated_modules`) and this call. Name
+    learner (the runner of `spec.kind` drives it through the contract of
+    `unilab_algos.OnPolicyLearner` or `unilab_algos.OffPolicyLearner`; a learner that lacks a
+    member is refused when it is built) and this call. Name
     that module in `runner.imports` so that every worker, and every later `unilab play` /
     `eval` / `--resume` of the run, imports it before reading the run's config."""
     if not isinstance(spec, AlgorithmSpec):

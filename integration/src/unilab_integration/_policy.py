@@ -12,7 +12,7 @@ import sys
 import warnings
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 import attrs
 import torch
@@ -21,6 +21,9 @@ from ._algorithms import algorithm_spec
 from ._checkpoint import load_checkpoint
 from ._config import TrainConfig
 from ._envs import import_modules
+
+if TYPE_CHECKING:
+    from unilab_algos import Learner
 
 __all__ = [
     "EpisodeCounter",
@@ -44,7 +47,9 @@ def _shapes(ckpt: dict[str, Any]) -> tuple[dict[str, tuple[int, ...]], int]:
     return obs, int(shapes["env.action_dim"][0])
 
 
-def learner_from_checkpoint(ckpt: dict[str, Any] | str | os.PathLike, device: str = "cpu") -> Any:
+def learner_from_checkpoint(
+    ckpt: dict[str, Any] | str | os.PathLike, device: str = "cpu"
+) -> Learner:
     """A one-process learner (no gradient sync) holding rank 0's state of the checkpoint."""
     if not isinstance(ckpt, dict):
         ckpt = load_checkpoint(ckpt, map_location=device)
@@ -59,8 +64,7 @@ def learner_from_checkpoint(ckpt: dict[str, Any] | str | os.PathLike, device: st
     if spec.replay:  # a saved replay shard (runner.save_replay) is not needed to act
         state = {k: v for k, v in state.items() if k != "replay"}
     learner.load_state_dict(state)
-    if hasattr(learner, "eval_mode"):  # PPO, Distillation; FastSAC's policy has no mode
-        learner.eval_mode()
+    learner.eval_mode()
     return learner
 
 

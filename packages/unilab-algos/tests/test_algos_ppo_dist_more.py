@@ -127,7 +127,7 @@ class _UnionOfRanksPPO(PPO):
         self._rank_gens = [torch.Generator().manual_seed(s) for s in gen_seeds]
 
     def _batches(self):  # overrides the learner's private batch source (test-only hook)
-        cfg, n, w = self.cfg, self._n_local, self._world
+        cfg, n, w = self.config, self._n_local, self._world
         flat = self.storage.data.flatten(0, 1)
         batcher = FeedForwardBatcher(
             num_mini_batches=cfg.num_mini_batches,

@@ -22,6 +22,7 @@ import torch.distributed as dist
 from tensordict import TensorDict
 
 import unilab_dist
+from unilab_algos import Learner
 from unilab_dist import DistContext
 
 from .._algorithms import algorithm_spec
@@ -78,7 +79,7 @@ class Runner:
         self.env = make_env(config, self.num_envs, ctx)
         self.obs_shapes = {g: tuple(s) for g, s in self.env.observation_shapes.items()}
         self.threshold = success_threshold(self.env)
-        self.learner = self._make_learner()
+        self.learner: Learner = self._make_learner()
         self.iteration = 0
         self.env_steps_rank = 0
         self.env_steps_global = 0
@@ -98,7 +99,7 @@ class Runner:
         )
 
     # --- to implement ------------------------------------------------------------------------
-    def _make_learner(self) -> Any:
+    def _make_learner(self) -> Learner:
         raise NotImplementedError
 
     def _iterate(self) -> dict[str, float]:
@@ -518,7 +519,7 @@ def replica_state(modules: list[torch.nn.Module]) -> dict[str, TensorDict]:
     return out
 
 
-def learner_optimizers(learner: Any) -> list[torch.optim.Optimizer]:
+def learner_optimizers(learner: Learner) -> list[torch.optim.Optimizer]:
     """The learner's optimizers (its attributes that are one), in attribute order."""
     return [v for v in vars(learner).values() if isinstance(v, torch.optim.Optimizer)]
 

@@ -19,7 +19,7 @@ from typing import Any
 
 import torch
 
-from unilab_algos import CaptureMode
+from unilab_algos import CaptureMode, Learner
 
 __all__ = ["NVIDIA_VERSION_FILE", "env_capture", "learner_capture", "startup_line"]
 
@@ -67,12 +67,12 @@ def env_capture(env: Any) -> str:
     return "in a CUDA graph"
 
 
-def learner_capture(learner: Any) -> list[str]:
+def learner_capture(learner: Learner) -> list[str]:
     """How the learner runs, from its `capture_status`: part ("update", "rollout") ->
     `unilab_algos.CaptureStatus`. One text per part, or one for two parts that agree; none for
-    a learner that reports no capture status."""
+    a learner that captures nothing (an empty status)."""
     parts: list[tuple[str, str]] = []
-    for label, status in dict(getattr(learner, "capture_status", None) or {}).items():
+    for label, status in learner.capture_status.items():
         if status.active:
             parts.append((label, "in CUDA graphs"))
         elif status.mode is CaptureMode.FALLBACK:

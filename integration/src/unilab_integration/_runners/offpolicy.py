@@ -13,6 +13,7 @@ from typing import Any
 import torch
 
 import unilab_dist
+from unilab_algos import Learner
 
 from .._algorithms import algorithm_spec
 from ._base import Runner
@@ -24,7 +25,7 @@ __all__ = ["OffPolicyRunner"]
 class OffPolicyRunner(Runner):
     """Runs FastSAC on this rank's env (see the module docstring)."""
 
-    def _make_learner(self) -> Any:
+    def _make_learner(self) -> Learner:
         grad_sync, reduce_sum = injected_sync(self.ctx)
         return algorithm_spec(self.config.algo_name).build_learner(
             self.obs_shapes,
@@ -44,6 +45,7 @@ class OffPolicyRunner(Runner):
     def _iterate(self) -> dict[str, float]:
         learner = self.learner
         check = self.config.runner.check_finite
+        learner.train_mode()
         sums: dict[str, float] = {}
         counts: dict[str, int] = {}
         for _ in range(self.config.runner.num_steps_per_env):

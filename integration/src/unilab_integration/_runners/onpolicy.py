@@ -16,6 +16,7 @@ import attrs
 import torch
 
 import unilab_dist
+from unilab_algos import Learner
 
 from .._algorithms import algorithm_spec
 from .._checkpoint import load_teacher_checkpoint
@@ -35,7 +36,7 @@ def injected_sync(ctx: unilab_dist.DistContext) -> tuple[Any, Any]:
 class OnPolicyRunner(Runner):
     """Runs PPO or Distillation on this rank's env (see the module docstring)."""
 
-    def _make_learner(self) -> Any:
+    def _make_learner(self) -> Learner:
         grad_sync, reduce_sum = injected_sync(self.ctx)
         spec = algorithm_spec(self.config.algo_name)
         algo = self.config.algo

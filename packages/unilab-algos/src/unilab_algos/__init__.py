@@ -1,11 +1,15 @@
 """On-policy (PPO, Student-Teacher Distillation) and off-policy (FastSAC) learners whose
-distributed behaviour is injected (`grad_sync`, reducers); `None` means one process."""
+distributed behaviour is injected (`grad_sync`, reducers); `None` means one process. What a
+runner drives is written once as protocols: `Learner`, `OnPolicyLearner`, `OffPolicyLearner`."""
 
 from .common import CaptureMode as CaptureMode
 from .common import CaptureStatus as CaptureStatus
 from .common import EmpiricalNormalizer as EmpiricalNormalizer
 from .common import GaussianConfig as GaussianConfig
+from .common import Learner as Learner
 from .common import NetworkConfig as NetworkConfig
+from .common import OffPolicyLearner as OffPolicyLearner
+from .common import OnPolicyLearner as OnPolicyLearner
 from .common import convert_rsl_rl_state_dict as convert_rsl_rl_state_dict
 from .common import mlp as mlp
 from .distill import Distillation as Distillation
@@ -28,7 +32,10 @@ __all__ = [
     "FastSAC",
     "FastSACConfig",
     "GaussianConfig",
+    "Learner",
     "NetworkConfig",
+    "OffPolicyLearner",
+    "OnPolicyLearner",
     "PPOConfig",
     "RNDConfig",
     "__version__",

@@ -1,5 +1,5 @@
 """Shared math of the UniLab learners: normalizers, network builders, Gaussian policy helpers,
-and the CUDA-graph capture helper."""
+the CUDA-graph capture helper, and the learner contract (`Learner` and its two kinds)."""
 
 from .config import GaussianConfig as GaussianConfig
 from .config import NetworkConfig as NetworkConfig
@@ -19,6 +19,10 @@ from .networks import mlp as mlp
 from .normalizer import EmpiricalNormalizer as EmpiricalNormalizer
 from .normalizer import NormalizerUpdate as NormalizerUpdate
 from .normalizer import ReduceSum as ReduceSum
+from .protocol import Learner as Learner
+from .protocol import OffPolicyLearner as OffPolicyLearner
+from .protocol import OnPolicyLearner as OnPolicyLearner
+from .protocol import missing_members as missing_members
 
 __all__ = [
     "ACTIVATIONS",
@@ -30,13 +34,17 @@ __all__ = [
     "GaussianActor",
     "GaussianConfig",
     "GraphBackend",
+    "Learner",
     "Memory",
     "NetworkConfig",
     "NormalizerUpdate",
+    "OffPolicyLearner",
+    "OnPolicyLearner",
     "ReduceSum",
     "RerunBackend",
     "ValueCritic",
     "activation_module",
     "convert_rsl_rl_state_dict",
+    "missing_members",
     "mlp",
 ]

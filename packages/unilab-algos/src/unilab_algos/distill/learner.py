@@ -17,6 +17,7 @@ from torch import nn
 
 from unilab_storage import RolloutStorage
 
+from ..common.cuda_graphs import CaptureStatus
 from ..common.models import GaussianActor, convert_rsl_rl_state_dict
 from ..common.normalizer import ReduceSum
 from ..ppo.networks import ExportPolicy, ExportRecurrentPolicy, build_actor, obs_dim
@@ -48,7 +49,7 @@ class Distillation:
     ) -> None:
         if not isinstance(config, DistillationConfig):
             raise TypeError(f"config must be a DistillationConfig, got {type(config).__name__}")
-        self.cfg = cfg = config
+        self.config = cfg = config
         self.device = torch.device(device)
         self.action_dim = action_dim
         self.grad_sync = grad_sync
@@ -143,10 +144,10 @@ class Distillation:
             ):
                 step.set(("hidden", "student", s), h.transpose(0, 1))
         obs = obs["obs"]
-        mean = self.student(self._cat(obs, self.cfg.student_obs))
+        mean = self.student(self._cat(obs, self.config.student_obs))
         actions = self.student.distribution(mean).sample()
         step.set("actions", actions)
-        step.set("privileged_actions", self.teacher(self._cat(obs, self.cfg.teacher_obs)))
+        step.set("privileged_actions", self.teacher(self._cat(obs, self.config.teacher_obs)))
         for g in self._groups:
             step.set(("obs", g), obs[g])
         self._pending = step
@@ -156,7 +157,7 @@ class Distillation:
     def process_env_step(self, step: TensorDictBase) -> None:
         if self._pending is None:
             raise RuntimeError("Distillation.process_env_step: call act() before each env step")
-        self.student.update_normalizer(self._cat(step["obs"], self.cfg.student_obs))
+        self.student.update_normalizer(self._cat(step["obs"], self.config.student_obs))
         dones = step["done"].bool()
         self._pending.set("rewards", step["reward"].to(torch.float32))
         self._pending.set("dones", dones)
@@ -185,15 +186,15 @@ class Distillation:
             )
 
     def _step(self, loss: torch.Tensor, window: int) -> None:
-        if self.cfg.reduction == "mean":
+        if self.config.reduction == "mean":
             loss = loss / window
         self.optimizer.zero_grad()
         loss.backward()
         if self.grad_sync is not None:
             self.grad_sync(self._sync_params(), None)
             self._collectives += 1
-        if self.cfg.max_grad_norm:
-            nn.utils.clip_grad_norm_(self.student.parameters(), self.cfg.max_grad_norm)
+        if self.config.max_grad_norm:
+            nn.utils.clip_grad_norm_(self.student.parameters(), self.config.max_grad_norm)
         self.optimizer.step()
         self._detach_memory()
 
@@ -208,7 +209,7 @@ class Distillation:
             )
         if self.storage is None or not self.storage.is_full:
             raise RuntimeError("Distillation.update: the rollout storage is not full")
-        cfg, data = self.cfg, self.storage.data
+        cfg, data = self.config, self.storage.data
         mem = self.student.memory
         saved = mem.hidden_state if mem is not None else None
         self._collectives = 0
@@ -245,6 +246,11 @@ class Distillation:
             "optimizer_steps": steps,
             "collectives": self._collectives,
         }
+
+    @property
+    def capture_status(self) -> dict[str, CaptureStatus]:
+        """Nothing of Distillation is captured in a CUDA graph: an empty mapping."""
+        return {}
 
     def train_mode(self) -> None:
         self.student.train()

@@ -232,6 +232,16 @@ class FastSAC:
             self.device.type, dtype=torch.bfloat16, enabled=self.config.bf16, cache_enabled=False
         )
 
+    def train_mode(self) -> None:
+        """Modules in training mode (the learner's state as built; the runner calls it)."""
+        for module in self.replicated_modules():
+            module.train()
+
+    def eval_mode(self) -> None:
+        """Modules in eval mode, for play: the normalizers stop updating."""
+        for module in self.replicated_modules():
+            module.eval()
+
     def replicated_modules(self) -> list[nn.Module]:
         """Modules whose parameters and buffers must be identical on all ranks."""
         mods: list[nn.Module] = [self.actor, self.critic, self.critic_target, self.temperature]

@@ -67,13 +67,13 @@ class CapturedUpdate:
         )
 
     def _apply(self) -> None:
-        has_kl = self.state.cfg.schedule == "adaptive"
+        has_kl = self.state.config.schedule == "adaptive"
         apply_update(self.state, self.kl_in if has_kl else None, self.losses)
 
     def run(self, flat: TensorDict, generator: torch.Generator | None) -> tuple[int, int]:
         """All mini-batches of one update on the flattened storage `flat`; returns
         (mini-batches, collectives)."""
-        cfg = self.state.cfg
+        cfg = self.state.config
         batcher = FeedForwardBatcher(
             num_mini_batches=cfg.num_mini_batches,
             num_epochs=cfg.num_epochs,
@@ -109,7 +109,7 @@ class CapturedUpdate:
         self.kl_in = torch.zeros((), device=dev)
 
     def _normalize_advantages(self) -> int:
-        cfg = self.state.cfg
+        cfg = self.state.config
         if not (cfg.advantage_norm and cfg.advantage_norm_per_mini_batch):
             return 0
         adv = self.static["advantages"]

@@ -77,7 +77,7 @@ class CapturedRollout:
     @property
     def bootstrap(self) -> bool:
         """The time-out bootstrap: configured and the env reports `truncated` (first step)."""
-        return bool(self.state.cfg.bootstrap_time_outs and self.has_truncated)
+        return bool(self.state.config.bootstrap_time_outs and self.has_truncated)
 
     def accepts(self, obs: TensorDictBase) -> bool:
         """Whether this `act` call can run from the static buffers."""

@@ -47,7 +47,7 @@ class PPOState:
     metric accumulator of one learner. `lr` (float64) and `lr_opt` (its float32 copy that Adam
     reads) are device tensors on the device-LR path, else None and `lr_float` holds the LR."""
 
-    cfg: PPOConfig
+    config: PPOConfig
     device: torch.device
     actor: GaussianActor
     critic: ValueCritic
@@ -99,7 +99,7 @@ def forward_backward(
     `obs_src` holds the (padded, for recurrent nets) observations; `materialize_grads`: give
     these parameters a zero `.grad` where backward left none (a captured step needs every
     gradient tensor to exist: `grad_sync` treats a missing gradient as zero)."""
-    cfg = st.cfg
+    cfg = st.config
     a_obs = cat_groups(obs_src["obs"], cfg.actor_obs)
     c_obs = cat_groups(obs_src["obs"], cfg.critic_obs)
     mean = st.actor.features(a_obs, masks, hidden_state(initial, "actor", st.actor))
@@ -152,7 +152,7 @@ def sync_grads(
 
 def adapt_lr(st: PPOState, kl: torch.Tensor) -> None:
     """The adaptive KL rule on the global KL (every rank computes the same LR: no broadcast)."""
-    cfg = st.cfg
+    cfg = st.config
     kw = dict(desired_kl=cfg.desired_kl, factor=cfg.lr_factor, bounds=cfg.lr_bounds)
     # RSL-RL multi-GPU broadcasts the new LR as a float32 tensor: the same rounding here
     f32 = cfg.lr_float32_sync and st.grad_sync is not None
@@ -170,7 +170,7 @@ def adapt_lr(st: PPOState, kl: torch.Tensor) -> None:
 def apply_update(st: PPOState, kl: torch.Tensor | None, losses: torch.Tensor) -> None:
     """LR rule, clipping, optimizer step(s) and metric accumulation (no host sync on the
     device-LR path; CUDA-graph capturable)."""
-    cfg = st.cfg
+    cfg = st.config
     if kl is not None:
         adapt_lr(st, kl)
     if cfg.max_grad_norm is not None:
@@ -215,7 +215,7 @@ def act(st: PPOState, td: TensorDictBase) -> dict[str, torch.Tensor]:
 def rollout_normalizers(st: PPOState) -> list[tuple[nn.Module, tuple[str, ...]]]:
     """The observation normalizers updated at each env step, with the groups each one reads
     (actor, critic, RND state): the members of the step's one normalizer collective."""
-    cfg = st.cfg
+    cfg = st.config
     out: list[tuple[nn.Module, tuple[str, ...]]] = [
         (st.actor.obs_normalizer, cfg.actor_obs),
         (st.critic.obs_normalizer, cfg.critic_obs),
@@ -253,5 +253,5 @@ def step_rewards(
     the new observations, plus the time-out bootstrap."""
     rewards = reward.to(torch.float32).clone()
     if st.rnd is not None:
-        rewards += st.rnd.intrinsic_reward(cat_groups(obs, st.cfg.rnd.obs))
-    return time_out_bootstrap(st.cfg, rewards, values, truncated)
+        rewards += st.rnd.intrinsic_reward(cat_groups(obs, st.config.rnd.obs))
+    return time_out_bootstrap(st.config, rewards, values, truncated)

@@ -114,7 +114,7 @@ class PPO:
         for name, fn in (("grad_sync", grad_sync), ("reduce_sum", reduce_sum)):
             if fn is not None and not callable(fn):
                 raise TypeError(f"{name} must be callable or None, got {type(fn).__name__}")
-        self.cfg = cfg = config
+        self.config = cfg = config
         self.device = torch.device(device)
         self.action_dim = action_dim
         self.reduce_sum = reduce_sum
@@ -166,7 +166,7 @@ class PPO:
             if opt is not None and opt_kw.get("capturable"):  # warm-up and fallback run it
                 opt._warned_capturable_if_run_uncaptured = True  # eagerly on purpose
         self.state = PPOState(
-            cfg=cfg,
+            config=cfg,
             device=self.device,
             actor=self.actor,
             critic=self.critic,
@@ -211,7 +211,7 @@ class PPO:
 
     def _capture_check(self) -> CaptureStatus:
         """The update's status: off, pending (captured at the next update) or eager (why)."""
-        cfg = self.cfg
+        cfg = self.config
         reasons = self._device_reasons()
         if not cfg.lr_on_device:
             reasons.append("lr_on_device=False reads the KL on the host every mini-batch")
@@ -226,7 +226,7 @@ class PPO:
 
     def _rollout_check(self) -> CaptureStatus:
         """The rollout's status: off, pending or eager (why); see `_rollout.py`."""
-        cfg = self.cfg
+        cfg = self.config
         reasons = self._device_reasons()
         if cfg.recurrent:
             reasons.append("recurrent networks carry hidden state")
@@ -269,7 +269,7 @@ class PPO:
             group["lr"] = lr
 
     def _rnd_obs(self) -> tuple[str, ...]:
-        return self.cfg.rnd.obs if self.cfg.rnd is not None else ()
+        return self.config.rnd.obs if self.config.rnd is not None else ()
 
     def _params(self) -> list[nn.Parameter]:
         params = [*self.actor.parameters(), *self.critic.parameters()]
@@ -372,7 +372,7 @@ class PPO:
             raise RuntimeError("PPO.compute_returns: the rollout storage is not full")
         memory = self.critic.memory
         saved = memory.hidden_state if memory is not None else None
-        td = last_obs.select(*[("obs", g) for g in self.cfg.critic_obs])
+        td = last_obs.select(*[("obs", g) for g in self.config.critic_obs])
         last_values = self.critic_td(td)["values"]
         if memory is not None:
             memory.set_state(saved)
@@ -382,12 +382,12 @@ class PPO:
             data["values"],
             data["dones"],
             last_values,
-            self.cfg.gamma,
-            self.cfg.lam,
-            rsl_rl=self.cfg.gae_rsl_rl,
+            self.config.gamma,
+            self.config.lam,
+            rsl_rl=self.config.gae_rsl_rl,
         )
         self._adv_collectives = 0
-        if self.cfg.advantage_norm and not self.cfg.advantage_norm_per_mini_batch:
+        if self.config.advantage_norm and not self.config.advantage_norm_per_mini_batch:
             adv = normalize_advantages(adv, reduce_sum=self.adv_reduce)
             self._adv_collectives = int(self.adv_reduce is not None)
         data.set("advantages", adv)
@@ -395,7 +395,7 @@ class PPO:
 
     # ----------------------------------------------------------------- update
     def _batches(self):
-        cfg, data = self.cfg, self.storage.data
+        cfg, data = self.config, self.storage.data
         e, m = cfg.num_epochs, cfg.num_mini_batches
         if cfg.recurrent:
             batcher = RecurrentBatcher(
@@ -418,7 +418,7 @@ class PPO:
 
     def _mb_advantages(self, mb: TensorDictBase) -> tuple[torch.Tensor, int]:
         adv = mb["advantages"]
-        if self.cfg.advantage_norm and self.cfg.advantage_norm_per_mini_batch:
+        if self.config.advantage_norm and self.config.advantage_norm_per_mini_batch:
             with torch.no_grad():
                 adv = normalize_advantages(adv, reduce_sum=self.adv_reduce)
             return adv, int(self.adv_reduce is not None)
@@ -434,7 +434,7 @@ class PPO:
         On the device-LR path nothing reads the device until the single read of all metrics at
         the end (the RSL-RL preset reads the KL once per mini-batch, as RSL-RL does).
         """
-        cfg = self.cfg
+        cfg = self.config
         if self.storage is None or "advantages" not in self.storage.data.keys():  # noqa: SIM118
             raise RuntimeError("PPO.update: call compute_returns() first")
         st = self.state

@@ -121,7 +121,7 @@ class RND(nn.Module):
 
     def __init__(self, state_dim: int, cfg: RNDConfig, reduce_sum: ReduceSum | None) -> None:
         super().__init__()
-        self.cfg = cfg
+        self.config = cfg
         self.state_normalizer = (
             EmpiricalNormalizer(state_dim, reduce_sum=reduce_sum, until=int(1e8))
             if cfg.state_normalization
@@ -138,7 +138,7 @@ class RND(nn.Module):
     @torch.no_grad()
     def intrinsic_reward(self, state: torch.Tensor) -> torch.Tensor:
         s = self.state_normalizer(state)
-        return self.cfg.weight * torch.linalg.norm(self.target(s) - self.predictor(s), dim=1)
+        return self.config.weight * torch.linalg.norm(self.target(s) - self.predictor(s), dim=1)
 
     def loss(self, state: torch.Tensor) -> torch.Tensor:
         with torch.no_grad():
