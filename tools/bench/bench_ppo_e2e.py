@@ -63,6 +63,12 @@ benchlib.use_sources(benchlib.BENCH_DIR)  # the workers import _go1_task from to
 
 QUICK = dict(num_envs=16, steps=4, iterations=2, warmup=1, profile_iters=1, gpus="1,2")
 QUICK_SET = ("algo.actor.hidden=[32,32]", "algo.critic.hidden=[32,32]")
+# the flags that set one config key each (when given)
+FLAG_KEYS = {
+    "steps": "runner.num_steps_per_env",
+    "matmul_precision": "runner.matmul_precision",
+    "ppo_capture": "algo.capture",
+}
 
 
 def compose(args, world: int, profile: bool, run_root: Path):
@@ -97,12 +103,11 @@ def compose(args, world: int, profile: bool, run_root: Path):
         ]
     if args.num_envs is not None:
         overrides += [f"env.num_envs={args.num_envs}", "env.scope=per-rank"]
-    if args.steps is not None:
-        overrides.append(f"runner.num_steps_per_env={args.steps}")
-    if args.matmul_precision is not None:
-        overrides.append(f"runner.matmul_precision={args.matmul_precision}")
-    if args.ppo_capture is not None:
-        overrides.append(f"algo.capture={args.ppo_capture}")
+    overrides += [
+        f"{key}={getattr(args, flag)}"
+        for flag, key in FLAG_KEYS.items()
+        if getattr(args, flag) is not None
+    ]
     if profile:
         overrides.append("runner.profile=true")
     overrides += [*(QUICK_SET if args.quick else ()), *args.set]

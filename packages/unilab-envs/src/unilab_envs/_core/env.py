@@ -383,16 +383,14 @@ class VecEnv:
         if self._part_graphs is not None:
             physics, evaluate = self._part_graphs
             stream = self._caller_stream()
-            self._raw_action_t.copy_(action.detach())
-            self._sync_curriculum()
+            self._stage_action(action)
             wp.capture_launch(physics, stream=stream)
             lap("env_physics")
             wp.capture_launch(evaluate, stream=stream)
         else:
             with self._stream_ctx():
-                self._raw_action_t.copy_(action.detach())
+                self._stage_action(action)
                 with self._scope():
-                    self._sync_curriculum()
                     self._physics_part()
             self._wait_for_env()
             lap("env_physics")
@@ -423,14 +421,12 @@ class VecEnv:
         if self._graph is not None:
             # The replay goes on the caller's stream: ordered after the action's producer and
             # before the output copy below, with no wait between two streams.
-            self._raw_action_t.copy_(action.detach())
-            self._sync_curriculum()
+            self._stage_action(action)
             wp.capture_launch(self._graph, stream=self._caller_stream())
         else:
             with self._stream_ctx():
-                self._raw_action_t.copy_(action.detach())
+                self._stage_action(action)
                 with self._scope():
-                    self._sync_curriculum()
                     self._control_step()
                     self._eager_steps += 1
                     if self._want_graph():
@@ -630,6 +626,12 @@ class VecEnv:
         if self._stream is not None:
             self._stream.synchronize()
             torch.cuda.current_stream(self.device).synchronize()
+
+    def _stage_action(self, action: torch.Tensor) -> None:
+        """The step's inputs, as torch ops on the current stream: the action into the env's
+        buffer (one device copy) and the curriculum level, if it changed."""
+        self._raw_action_t.copy_(action.detach())
+        self._sync_curriculum()
 
     def _sync_curriculum(self) -> None:
         if self.curriculum is None:
