@@ -93,7 +93,7 @@ def test_startup_line_says_how_the_update_runs():
     assert mode(failed) == [
         "update eager (CUDA graphs off: capture of apply failed (RuntimeError: x))"
     ]
-    assert learner_capture(object()) == []  # learners without a capture status: nothing
+    assert learner_capture(SimpleNamespace(capture_status={})) == []  # captures nothing
 
     def both(update, rollout):
         status = {"update": update, "rollout": rollout}

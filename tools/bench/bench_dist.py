@@ -32,7 +32,6 @@ for pkg in ("unilab-dist",):
 
 import torch  # noqa: E402
 import torch.distributed as dist  # noqa: E402
-import torch.multiprocessing as mp  # noqa: E402
 
 
 def mlp(sizes: list[int]) -> torch.nn.Sequential:
@@ -63,19 +62,14 @@ def timed(fn, reps: int, warmup: int, device: torch.device) -> list[float]:
     return out
 
 
-def worker(rank: int, world: int, port: int, quick: bool, reps: int, result_q) -> None:
+def worker(rank: int, world: int, quick: bool, reps: int) -> dict | None:
+    """One rank (its process group set up by `run_distributed`); rank 0 returns the numbers."""
     from torch.nn.parallel import DistributedDataParallel as DDP
 
     import unilab_dist as ud
 
-    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
-    torch.set_num_threads(1)
     use_cuda = not quick
     device = torch.device("cuda", rank) if use_cuda else torch.device("cpu")
-    if use_cuda:
-        torch.cuda.set_device(device)
-    kwargs = {"device_id": device} if use_cuda else {}
-    dist.init_process_group("nccl" if use_cuda else "gloo", rank=rank, world_size=world, **kwargs)
     torch.manual_seed(0)
     actor, critic = mlp([48, 512, 256, 128, 12]).to(device), mlp([48, 512, 256, 128, 1]).to(device)
     model = torch.nn.ModuleList([actor, critic])
@@ -125,22 +119,19 @@ def worker(rank: int, world: int, port: int, quick: bool, reps: int, result_q) -
         "scalar_allreduce": timed(lambda: ud.all_reduce(one, "sum"), reps, warmup, device),
         "reduce_scalars_8": timed(lambda: ud.reduce_scalars(eight), reps, warmup, device),
     }
-    if rank == 0:
-        result_q.put(
-            {
-                "backend": dist.get_backend(),
-                "device": torch.cuda.get_device_name(device) if use_cuda else "cpu",
-                "world_size": world,
-                "params": n_params,
-                "grad_bytes": n_params * 4,
-                "batch": batch,
-                "reps": reps,
-                "torch": torch.__version__,
-                "ms": res,
-            }
-        )
+    out = {
+        "backend": dist.get_backend(),
+        "device": torch.cuda.get_device_name(device) if use_cuda else "cpu",
+        "world_size": world,
+        "params": n_params,
+        "grad_bytes": n_params * 4,
+        "batch": batch,
+        "reps": reps,
+        "torch": torch.__version__,
+        "ms": res,
+    }
     dist.barrier()
-    dist.destroy_process_group()
+    return out if rank == 0 else None
 
 
 def main() -> None:
@@ -157,17 +148,12 @@ def main() -> None:
             f"--world {args.world} needs {args.world} CUDA GPUs, "
             f"{torch.cuda.device_count()} visible (or use --quick for a CPU run)"
         )
-    from unilab_dist.testing import free_port
+    from unilab_dist.testing import run_distributed
 
-    ctx = mp.get_context("spawn")
-    q = ctx.Queue()
-    mp.start_processes(
-        worker,
-        args=(args.world, free_port(), args.quick, reps, q),
-        nprocs=args.world,
-        start_method="spawn",
-    )
-    data = q.get(timeout=10)
+    backend = "gloo" if args.quick else "nccl"
+    data = run_distributed(
+        worker, args.world, (args.quick, reps), backend=backend, timeout=1800, pg_timeout=300
+    )[0]
     med = {k: statistics.median(v) for k, v in data["ms"].items()}
     data["median_ms"] = med
     if os.environ.get("OUT"):

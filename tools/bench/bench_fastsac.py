@@ -21,11 +21,8 @@ import json
 import os
 import statistics
 import time
-from datetime import timedelta
 
 import torch
-import torch.distributed as dist
-import torch.multiprocessing as mp
 from tensordict import TensorDict
 
 
@@ -125,62 +122,42 @@ def bench_single(args: argparse.Namespace, device: torch.device) -> list[dict]:
     return rows
 
 
-def _worker(rank: int, world: int, port: int, args: argparse.Namespace, q) -> None:
-    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
-    torch.set_num_threads(1)
+def _worker(rank: int, world: int, args: argparse.Namespace) -> list[dict]:
+    """One rank of `bench_multi` (its process group set up by `run_distributed`)."""
     if args.tf32:
         torch.set_float32_matmul_precision("high")
-    cuda = not args.quick
-    if cuda:
-        torch.cuda.set_device(rank)
-    device = torch.device(f"cuda:{rank}" if cuda else "cpu")
-    dist.init_process_group(
-        "nccl" if cuda else "gloo",
-        rank=rank,
-        world_size=world,
-        timeout=timedelta(seconds=300),
-        **({"device_id": device} if cuda else {}),
-    )
+    device = torch.device("cpu" if args.quick else f"cuda:{rank}")
     from unilab_dist import GradAllReduce, broadcast_module_state, sum_reducer
 
     out = []
-    try:
-        for scaling in ("strong", "weak"):
-            batch = args.batch if scaling == "strong" else args.batch * world
-            for capture in (False, True):
-                torch.manual_seed(rank)
-                learner = _make(args, capture, batch, world, device, GradAllReduce(), sum_reducer())
-                broadcast_module_state(learner.replicated_modules())
-                res = _time_learner(learner, args)
-                out.append(
-                    {
-                        "setting": f"{world} devices, {scaling}",
-                        "capture": capture,
-                        "batch_per_rank": learner.batch_size,
-                        **res,
-                    }
-                )
-                del learner
-        q.put((rank, out))
-    finally:
-        dist.destroy_process_group()
+    for scaling in ("strong", "weak"):
+        batch = args.batch if scaling == "strong" else args.batch * world
+        for capture in (False, True):
+            torch.manual_seed(rank)
+            learner = _make(args, capture, batch, world, device, GradAllReduce(), sum_reducer())
+            broadcast_module_state(learner.replicated_modules())
+            res = _time_learner(learner, args)
+            out.append(
+                {
+                    "setting": f"{world} devices, {scaling}",
+                    "capture": capture,
+                    "batch_per_rank": learner.batch_size,
+                    **res,
+                }
+            )
+            del learner
+    return out
 
 
 def bench_multi(args: argparse.Namespace, world: int) -> list[dict]:
-    import socket
+    """`world` ranks (NCCL on GPUs 0..world-1, gloo with --quick) through unilab_dist's
+    `run_distributed`; rank 0's rows (the ranks are in lockstep through the collectives)."""
+    from unilab_dist.testing import run_distributed
 
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    ctx = mp.get_context("spawn")
-    q = ctx.Queue()
-    procs = [ctx.Process(target=_worker, args=(r, world, port, args, q)) for r in range(world)]
-    for p in procs:
-        p.start()
-    results = dict(q.get(timeout=1200) for _ in procs)
-    for p in procs:
-        p.join()
-    # Rank 0's clock; the ranks are in lockstep through the collectives.
+    backend = "gloo" if args.quick else "nccl"
+    results = run_distributed(
+        _worker, world, (args,), backend=backend, timeout=1200, pg_timeout=300
+    )
     return results[0]
 
 

@@ -37,7 +37,6 @@ import os
 import statistics
 import time
 import traceback
-from datetime import timedelta
 
 import torch
 from tensordict import TensorDict
@@ -239,41 +238,24 @@ def phases(n, t, hidden, reps, device) -> dict[str, dict[str, float]]:
     }
 
 
-def _dist_worker(rank: int, world: int, port: int, n, t, hidden, reps, queue) -> None:
-    import torch.distributed as dist
+def _dist_worker(rank: int, world: int, n, t, hidden, reps) -> dict:
+    """One NCCL rank (its process group set up by `run_distributed`)."""
+    from unilab_dist import GradAllReduce
 
-    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
-    torch.cuda.set_device(rank)
-    dist.init_process_group("nccl", rank=rank, world_size=world, timeout=timedelta(seconds=300))
-    try:
-        from unilab_dist import GradAllReduce
-
-        device = torch.device("cuda", rank)
-        synced, _ = bench_unilab("default", n, t, hidden, reps, device, grad_sync=GradAllReduce())
-        local, _ = bench_unilab("default", n, t, hidden, reps, device, grad_sync=None)
-        if rank == 0:
-            queue.put({"synced": synced, "local": local})
-    finally:
-        dist.destroy_process_group()
+    device = torch.device("cuda", rank)
+    synced, _ = bench_unilab("default", n, t, hidden, reps, device, grad_sync=GradAllReduce())
+    local, _ = bench_unilab("default", n, t, hidden, reps, device, grad_sync=None)
+    return {"synced": synced, "local": local}
 
 
 def bench_dist(n, t, hidden, reps) -> dict | None:
     if not torch.cuda.is_available() or torch.cuda.device_count() < 2:
         return None
-    import torch.multiprocessing as mp
+    from unilab_dist.testing import run_distributed
 
-    ctx = mp.get_context("spawn")
-    queue = ctx.Queue()
-    port = 29500 + os.getpid() % 1000
-    procs = [
-        ctx.Process(target=_dist_worker, args=(r, 2, port, n, t, hidden, reps, queue))
-        for r in range(2)
-    ]
-    for p in procs:
-        p.start()
-    res = queue.get(timeout=600)
-    for p in procs:
-        p.join()
+    res = run_distributed(
+        _dist_worker, 2, (n, t, hidden, reps), backend="nccl", timeout=600, pg_timeout=300
+    )[0]  # rank 0's
     synced, local = statistics.median(res["synced"]), statistics.median(res["local"])
     return {
         "update_with_grad_sync_s": synced,

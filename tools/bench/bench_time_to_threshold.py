@@ -59,7 +59,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import shutil
 import signal
@@ -69,13 +68,10 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
-_SRCS = [str(p) for p in sorted((ROOT / "packages").glob("*/src"))] + [
-    str(ROOT / "integration" / "src")
-]
-for _src in reversed(_SRCS):
-    if _src not in sys.path:
-        sys.path.insert(0, _src)
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from benchlib import MetricsTail, curve_point, finish_curve, use_sources, write_json
+
+use_sources()  # the child's train() and its workers import the monorepo's sources
 
 
 def _child_train(config_path: str) -> None:
@@ -131,49 +127,6 @@ def task_threshold(task: str) -> float | None:
     return None if value is None else float(value)
 
 
-def _point(line: dict, wall_s: float) -> dict:
-    def num(key):
-        v = line.get(key)
-        return None if v is None or (isinstance(v, float) and math.isnan(v)) else float(v)
-
-    return {
-        "iteration": int(line["iteration"]),
-        "wall_s": wall_s,
-        "iteration_s": num("perf/iteration_s"),
-        "env_steps": num("env_steps/global"),
-        "mean_return": num("episode/return"),
-        "mean_length": num("episode/length"),
-        "episodes": num("episode/count"),
-        "steps_per_s": num("perf/steps_per_s"),
-        "curriculum_level": num("curriculum/level"),  # None for tasks without a curriculum
-        # the runner's own evaluation of the deterministic policy (runner.eval_interval)
-        "eval_return": num("eval/return"),
-        # per-term episode sums: where a plateau's return goes (metrics.jsonl may not come back)
-        "terms": {
-            k.removeprefix("episode_term/"): num(k) for k in line if k.startswith("episode_term/")
-        },
-        # the learner's own metrics (action std, KL, learning rate, losses, entropy temperature):
-        # what tells two configurations apart when their returns part
-        "learner": {
-            k.removeprefix("learner/"): num(k)
-            for k in line
-            if k.startswith("learner/") or k in ("kl", "lr")
-        },
-    }
-
-
-def finish_curve(points: list[dict]) -> None:
-    """Add time_s (since the first iteration started) and train_s (sum of iteration_s)."""
-    if not points:
-        return
-    t0 = points[0]["wall_s"] - (points[0]["iteration_s"] or 0.0)
-    train = 0.0
-    for p in points:
-        train += p["iteration_s"] or 0.0
-        p["time_s"] = p["wall_s"] - t0
-        p["train_s"] = train
-
-
 def reach_fields(point: dict | None) -> dict | None:
     """Where a threshold was reached: iteration, env steps and the three times (or None)."""
     if point is None:
@@ -217,26 +170,19 @@ def _stop(proc: subprocess.Popen, grace_s: float = 30.0) -> str:
 def follow(proc: subprocess.Popen, metrics: Path, t_launch: float, args, threshold: float):
     """Stamp metrics.jsonl lines as they appear; stop at the threshold (custom) or the cap."""
     points: list[dict] = []
-    offset, buf, stop_reason = 0, "", None
+    tail, stop_reason = MetricsTail(metrics), None
     while True:
         done = proc.poll() is not None
-        if metrics.exists():
-            with open(metrics) as f:
-                f.seek(offset)
-                chunk = f.read()
-                offset = f.tell()
-            now = time.perf_counter() - t_launch
-            buf += chunk
-            *lines, buf = buf.split("\n")
-            for ln in lines:
-                if ln.strip():
-                    p = _point(json.loads(ln), now)
-                    points.append(p)
-                    print(
-                        f"  it {p['iteration']:>5}  {now:7.1f} s  steps {p['env_steps'] or 0:.3g}"
-                        f"  return {p['mean_return']}",
-                        flush=True,
-                    )
+        lines = tail.read()
+        now = time.perf_counter() - t_launch
+        for line in lines:
+            p = curve_point(line, now)
+            points.append(p)
+            print(
+                f"  it {p['iteration']:>5}  {now:7.1f} s  steps {p['env_steps'] or 0:.3g}"
+                f"  return {p['mean_return']}",
+                flush=True,
+            )
         if done:
             return points, stop_reason or f"run ended (exit {proc.returncode})"
         elapsed = time.perf_counter() - t_launch
@@ -391,8 +337,7 @@ def main(argv=None) -> None:
         f"{args.max_seconds:.0f} s, run dir {run_dir}",
         flush=True,
     )
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([*_SRCS, env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+    env = dict(os.environ)  # PYTHONPATH holds the sources (use_sources)
     env.setdefault("PYTHONUNBUFFERED", "1")
     log_path = run_dir.parent / f"{run_dir.name}.train.log"
     t_launch = time.perf_counter()
@@ -458,12 +403,9 @@ def main(argv=None) -> None:
         "result": result,
         "curves": curves,
     }
-    out = os.environ.get("OUT")
-    if out:
-        os.makedirs(out, exist_ok=True)
-        with open(os.path.join(out, f"ttt_{args.name}.json"), "w") as f:
-            json.dump(doc, f, indent=2, default=str)
-        dest = Path(out) / f"ttt_{args.name}"
+    written = write_json(f"ttt_{args.name}.json", doc)
+    if written is not None:
+        dest = written.parent / f"ttt_{args.name}"
         dest.mkdir(parents=True, exist_ok=True)
         for src in (run_dir / "metrics.jsonl", run_dir / "config.json", log_path):
             if src.exists():

@@ -13,7 +13,7 @@ concurrently. Per K: `--warmup` steps of the same random actions (so the worlds 
 initial states and reach the contacts and resets of a rollout), then `--reps` repetitions of
 `--steps` steps of every env, synchronized around each repetition; median env steps/s.
 
-`--robot go1` uses MJLab's Go1 MJCF and solver settings (see bench_ppo_e2e.py; needs
+`--robot go1` uses MJLab's Go1 MJCF and solver settings (see _go1_task.py; needs
 /tmp/site-mjlab or .kit/mjlab). Writes `$OUT/env_streams<name>.json` (`--name`: a suffix); prints a table.
 """
 
@@ -122,7 +122,7 @@ def main(argv=None) -> None:
     with tempfile.TemporaryDirectory(prefix="unilab_streams_") as workdir:
         robot = None
         if args.robot == "go1":
-            from bench_ppo_e2e import find_go1_xml, go1_robot_config
+            from _go1_task import find_go1_xml, go1_robot_config
 
             if args.task != "quadruped-velocity":
                 p.error("--robot go1 needs --task quadruped-velocity")

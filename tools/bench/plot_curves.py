@@ -5,7 +5,8 @@
 
 RESULTS are JSON files or folders (every *.json inside, recursively) written by
   - tools/bench/bench_ppo_e2e.py (`ppo_e2e_<name>.json`: per GPU count the per-iteration curve of
-    rank 0, throughput and profile; `ppo_e2e_<name>_curve.json`: curves only),
+    rank 0, throughput and profile; its older `--curve` files `ppo_e2e_<name>_curve.json`:
+    curves only),
   - tools/bench/bench_mjlab.py (`mjlab_<name>.json`: rsl_rl's per-iteration steps/s and mean
     reward, with the wall-clock since launch),
   - tools/bench/bench_time_to_threshold.py (`ttt_<name>.json`: per-iteration return against
@@ -46,7 +47,11 @@ import math
 import os
 from pathlib import Path
 
-PHASES = ("physics", "obs_reward", "inference", "storage", "norm_sync", "learning", "sync", "other")
+# bench_ppo_e2e.py's phases (runner.profile), then those of its results before it drove train()
+PHASES = (
+    *("inference", "env_physics", "env_evaluate", "env", "storage", "returns", "update"),
+    *("physics", "obs_reward", "norm_sync", "learning", "sync", "other"),
+)
 
 
 def load(paths: list[str]) -> list[tuple[str, dict]]:
@@ -343,7 +348,8 @@ def plot_profile(plt, profiles, path: str) -> bool:
     fig, ax = plt.subplots(figsize=(10, 1.8 + 0.5 * len(profiles)))
     labels = [f"{n}, {g} GPU" for n, g, _ in profiles]
     left = [0.0] * len(profiles)
-    for phase in PHASES:
+    present = {k for _, _, p in profiles for k in p}
+    for phase in (k for k in PHASES if k in present):
         widths = [p.get(phase, 0.0) * 1e3 for _, _, p in profiles]
         ax.barh(labels, widths, left=left, label=phase)
         left = [a + b for a, b in zip(left, widths, strict=True)]

@@ -145,6 +145,9 @@ class RunnerConfig:
     replicated modules and optimizer state equal rank 0's (`unilab_dist.check_replicas`;
     rank-local normalizer statistics excluded) and the run stops naming the rank and tensor
     that differ; each check's seconds are logged as `perf/check_replicas_s`.
+    `profile`: every iteration synchronizes the device between its phases and logs rank 0's
+    seconds per phase, `profile/<phase>_s` (`_runners/_profile.py`, docs/integration.md);
+    this serializes the GPU, so `perf/steps_per_s` is below an unprofiled run's.
     `loggers`: where rank 0 sends each iteration's global metrics (`unilab_integration.
     register_sink` adds names): "console" (the table and, on a terminal, the progress bar,
     `progress`), "jsonl" (RUN/metrics.jsonl), "tensorboard" (RUN/tensorboard/) and "wandb"
@@ -175,6 +178,7 @@ class RunnerConfig:
     eval_interval: int = attrs.field(default=0, validator=non_negative_int)
     eval_envs: int | None = attrs.field(default=None, validator=optional(positive_int))
     check_replicas_interval: int = attrs.field(default=0, validator=non_negative_int)
+    profile: bool = False
     log_dir: str = "runs"
     run_name: str | None = None
     progress: bool = True

@@ -41,6 +41,7 @@ from .._logger import MetricLogger
 from ._budget import UNTIL_SOLVED_CAP, Budget, plan_budget
 from ._eval import PolicyEvaluator, eval_means
 from ._guards import NonFiniteError, ObservationGuard, check_losses, check_modules
+from ._profile import PhaseTimer, update_captured
 from ._startup import startup_line
 from ._stats import EpisodeStats, curriculum_metrics, means_from_sums
 
@@ -79,6 +80,8 @@ class Runner:
         self.env = make_env(config, self.num_envs, ctx)
         self.obs_shapes = {g: tuple(s) for g, s in self.env.observation_shapes.items()}
         self.threshold = success_threshold(self.env)
+        # runner.profile: phase laps, the env's profiled step, the timed collectives
+        self.timer = PhaseTimer(self.device, config.runner.profile, self.env)
         self.learner: Learner = self._make_learner()
         self.iteration = 0
         self.env_steps_rank = 0
@@ -245,6 +248,13 @@ class Runner:
             f"{_evaluation(self.config.runner)}run dir {self.run_dir}"
         )
         self.logger.write(startup_line(self.device, self.env, self.learner))
+        if self.timer.enabled:
+            self.logger.write(
+                "runner.profile: the device is synchronized between phases, so iterations are "
+                "slower than unprofiled ones; profile/<phase>_s are rank 0's own seconds"
+            )
+        if self.timer.note:
+            self.logger.write(self.timer.note)
 
     @property
     def solved_metric(self) -> str:
@@ -264,7 +274,9 @@ class Runner:
 
     def _one_iteration(self) -> dict[str, float]:
         before = unilab_dist.accounting.snapshot()
-        start = time.perf_counter()
+        # eager update on >1 rank: its collectives are timed (a captured one hides them)
+        self.timer.time_collectives = self.ctx.world_size > 1 and not update_captured(self.learner)
+        start = self.timer.start()
         self.stats.reset()
         self.guard.reset()
         learner_metrics = self._iterate()
@@ -315,6 +327,7 @@ class Runner:
         metrics["perf/steps_per_s"] = steps_rank * self.ctx.world_size / elapsed
         if replicas_s is not None:
             metrics["perf/check_replicas_s"] = replicas_s
+        metrics.update(self.timer.metrics(elapsed))  # this rank's own, not reduced
         if self.logger is not None:
             self.logger.log(self.iteration, metrics)
         return metrics

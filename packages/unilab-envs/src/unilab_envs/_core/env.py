@@ -19,6 +19,12 @@ The control step (task hooks, physics substeps, bookkeeping, resets) is a fixed 
 warp launches on persistent arrays, so on CUDA it is captured once into a CUDA graph and
 replayed with `wp.capture_launch`; on CPU it runs eagerly on warp's CPU device.
 
+Profiling: `step_profiled(action, lap)` returns what `step(action)` returns and leaves the same
+state, running the control step as its two parts, "physics" (action, `apply_action`, pushes,
+substeps) and "evaluate" (`post_physics`, rewards, terminations, bookkeeping, resets,
+observations, output copy), and calls the caller's `lap("env_physics")` and
+`lap("env_evaluate")` after each (on CUDA two CUDA graphs, captured on first use).
+
 Streams (CUDA): the graph is captured on the env's own stream, but replayed on the caller's
 current torch stream, in order with the torch work around `step()` (the action's producer, the
 output copy, the trainer's next kernels) and without a cross-stream wait per step. Work that is
@@ -29,7 +35,7 @@ waits with the caller's stream.
 from __future__ import annotations
 
 import warnings
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Literal
 
 import attrs
@@ -136,6 +142,7 @@ class VecEnv:
         with self._scope(), self._compile_notice.phase():
             self._build(spec, dr)
         self._graph = None
+        self._part_graphs: tuple[Any, Any] | None = None  # step_profiled's two graphs
         self._caller_streams: dict[int, wp.Stream] = {}
         self._eager_steps = 0
         self._steps = 0
@@ -238,6 +245,11 @@ class VecEnv:
         self.task.observe(ctx, self._obs)
 
     def _control_step(self) -> None:
+        self._physics_part()
+        self._evaluate_part()
+
+    def _physics_part(self) -> None:
+        """The control step's first part: action, task action hook, pushes, physics substeps."""
         ctx, dev, spec, n = self.ctx, self._wp_device, self.task.spec, self.num_envs
         wp.launch(
             kernels.begin_step,
@@ -253,6 +265,11 @@ class VecEnv:
             mjw.step(ctx.model, ctx.data)
             if self._post_substep:
                 self.task.post_substep(ctx)
+
+    def _evaluate_part(self) -> None:
+        """The control step's second part: the task's post-physics hook, rewards, terminations,
+        final observations, bookkeeping, resets and observations."""
+        ctx, dev, spec, n = self.ctx, self._wp_device, self.task.spec, self.num_envs
         self.task.post_physics(ctx)
         # The final observation is written before the bookkeeping, which zeroes the episode
         # length and the action history of the worlds that are done: it sees them as they were.
@@ -337,6 +354,66 @@ class VecEnv:
         self._compile_notice.finish()
         return out
 
+    def step_profiled(self, action: torch.Tensor, lap: Callable[[str], None]) -> TensorDict:
+        """`step(action)` run as two parts, for profiling: the same output and the same env
+        state after it, with the caller's `lap("env_physics")` called after the first part
+        (action, `apply_action`, pushes, physics substeps, `post_substep`) and
+        `lap("env_evaluate")` after the second (`post_physics`, rewards, terminations, final
+        observations, bookkeeping, resets, observations, the output copy).
+
+        The env itself does not wait for the device: `lap` is where the caller synchronizes
+        and reads its clock. On CUDA with `cfg.cuda_graph`, the two parts are captured as two
+        CUDA graphs on the first profiled step after an eager one (the launches of `step`'s
+        one graph, in the same order) and replayed on the caller's stream; otherwise they run
+        eagerly. `step` keeps its single graph: mixing the two calls is allowed.
+        """
+        if self._compile_notice.finished:
+            return self._step_profiled(action, lap)
+        with self._compile_notice.phase():
+            out = self._step_profiled(action, lap)
+        self._compile_notice.finish()
+        return out
+
+    def _step_profiled(self, action: torch.Tensor, lap: Callable[[str], None]) -> TensorDict:
+        self._check_action(action)
+        if not self._has_reset:
+            raise RuntimeError("call env.reset() before env.step_profiled()")
+        if self._part_graphs is None and self._want_graph():
+            self._part_graphs = self._capture_parts()
+        if self._part_graphs is not None:
+            physics, evaluate = self._part_graphs
+            stream = self._caller_stream()
+            self._stage_action(action)
+            wp.capture_launch(physics, stream=stream)
+            lap("env_physics")
+            wp.capture_launch(evaluate, stream=stream)
+        else:
+            with self._stream_ctx():
+                self._stage_action(action)
+                with self._scope():
+                    self._physics_part()
+            self._wait_for_env()
+            lap("env_physics")
+            with self._stream_ctx(), self._scope():
+                self._evaluate_part()
+            self._wait_for_env()
+            self._eager_steps += 1
+        self._after_step()
+        out = self._outputs()
+        lap("env_evaluate")
+        return out
+
+    def _capture_parts(self) -> tuple[Any, Any]:
+        """The physics and the evaluate part of the control step as two CUDA graphs."""
+        graphs = []
+        with self._stream_ctx(), self._scope():
+            for part in (self._physics_part, self._evaluate_part):
+                with wp.ScopedCapture(device=self._wp_device, stream=self._wp_stream) as cap:
+                    part()
+                graphs.append(cap.graph)
+        self._wait_for_env()
+        return graphs[0], graphs[1]
+
     def _step(self, action: torch.Tensor) -> TensorDict:
         self._check_action(action)
         if not self._has_reset:
@@ -344,14 +421,12 @@ class VecEnv:
         if self._graph is not None:
             # The replay goes on the caller's stream: ordered after the action's producer and
             # before the output copy below, with no wait between two streams.
-            self._raw_action_t.copy_(action.detach())
-            self._sync_curriculum()
+            self._stage_action(action)
             wp.capture_launch(self._graph, stream=self._caller_stream())
         else:
             with self._stream_ctx():
-                self._raw_action_t.copy_(action.detach())
+                self._stage_action(action)
                 with self._scope():
-                    self._sync_curriculum()
                     self._control_step()
                     self._eager_steps += 1
                     if self._want_graph():
@@ -376,7 +451,8 @@ class VecEnv:
 
     @property
     def uses_cuda_graph(self) -> bool:
-        return self._graph is not None
+        """Whether steps replay captured CUDA graphs (`step`'s, or `step_profiled`'s two)."""
+        return self._graph is not None or self._part_graphs is not None
 
     def check_overflow(self) -> int:
         """Report worlds that overflowed MJWarp capacity since the last check; return their count.
@@ -550,6 +626,12 @@ class VecEnv:
         if self._stream is not None:
             self._stream.synchronize()
             torch.cuda.current_stream(self.device).synchronize()
+
+    def _stage_action(self, action: torch.Tensor) -> None:
+        """The step's inputs, as torch ops on the current stream: the action into the env's
+        buffer (one device copy) and the curriculum level, if it changed."""
+        self._raw_action_t.copy_(action.detach())
+        self._sync_curriculum()
 
     def _sync_curriculum(self) -> None:
         if self.curriculum is None:
