@@ -18,11 +18,12 @@ from .networks import activation_module as activation_module
 from .networks import mlp as mlp
 from .normalizer import EmpiricalNormalizer as EmpiricalNormalizer
 from .normalizer import NormalizerUpdate as NormalizerUpdate
-from .normalizer import ReduceSum as ReduceSum
 from .protocol import Learner as Learner
 from .protocol import OffPolicyLearner as OffPolicyLearner
 from .protocol import OnPolicyLearner as OnPolicyLearner
 from .protocol import missing_members as missing_members
+from .sync import GradSync as GradSync
+from .sync import ReduceSum as ReduceSum
 
 __all__ = [
     "ACTIVATIONS",
@@ -33,6 +34,7 @@ __all__ = [
     "EmpiricalNormalizer",
     "GaussianActor",
     "GaussianConfig",
+    "GradSync",
     "GraphBackend",
     "Learner",
     "Memory",

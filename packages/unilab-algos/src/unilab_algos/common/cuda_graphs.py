@@ -19,21 +19,38 @@ import contextlib
 import enum
 import warnings
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 import attrs
 import torch
 
 __all__ = [
+    "CAPTURE_SETTINGS",
     "CaptureMode",
+    "CaptureSetting",
     "CaptureStatus",
     "CudaBackend",
     "CudaGraphs",
     "GraphBackend",
     "Graphed",
     "RerunBackend",
+    "capture_setting",
     "side_stream",
 ]
+
+
+CaptureSetting = Literal["auto", "none", "cuda_graph"]
+"""A learner config's `capture`: where possible ("auto"), never ("none"), or where possible with
+a warning when it is not ("cuda_graph")."""
+CAPTURE_SETTINGS: tuple[str, ...] = ("auto", "none", "cuda_graph")
+
+
+def capture_setting(value: object) -> object:
+    """A config's `capture` as a `CaptureSetting`: a bool (what older FastSAC configs and
+    checkpoints hold, and `--set algo.capture=false`) reads as "auto" (True) or "none"."""
+    if isinstance(value, bool):
+        return "auto" if value else "none"
+    return value
 
 
 class CaptureMode(enum.Enum):
@@ -53,6 +70,18 @@ class CaptureStatus:
 
     mode: CaptureMode
     reason: str = ""
+
+    @classmethod
+    def from_setting(
+        cls, setting: CaptureSetting, reasons: Sequence[str], what: str
+    ) -> CaptureStatus:
+        """The status of a learner part from its config's `capture` setting: "none" -> `off`;
+        "auto" -> `eager` (quietly) with the joined `reasons` if any, else `pending`;
+        "cuda_graph" -> the same, warning (naming `what`) when it runs eagerly."""
+        status = cls.check(setting != "none", reasons)
+        if status.mode is CaptureMode.EAGER and setting == "cuda_graph":
+            warnings.warn(f"{what} capture='cuda_graph' falls back to {status}", stacklevel=4)
+        return status
 
     @classmethod
     def check(cls, requested: bool, reasons: Sequence[str]) -> CaptureStatus:

@@ -2,21 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Literal
 
 import torch
 from torch import nn
 
-__all__ = ["EmpiricalNormalizer", "NormalizerUpdate", "ReduceSum", "update_normalizers"]
+from .sync import ReduceSum
 
-ReduceSum = Callable[[torch.Tensor], torch.Tensor]
-"""Sums a tensor across ranks and returns it (same shape and dtype); `None` means one process.
-
-It may also have int attributes `rank` and `world_size` (`unilab_dist.sum_reducer()`'s does):
-then the "exact" normalizers give every rank its own slot in the summed vector, which makes
-their cross-rank merge exact at any conditioning (see `EmpiricalNormalizer`).
-"""
+__all__ = ["EmpiricalNormalizer", "NormalizerUpdate", "update_normalizers"]
 
 
 def _rank_slot(reduce_sum: ReduceSum | None) -> tuple[int, int]:

@@ -8,7 +8,7 @@ normalizer. The teacher is never trained, never synced, and its normalizer never
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 import torch
@@ -19,14 +19,12 @@ from unilab_storage import RolloutStorage
 
 from ..common.cuda_graphs import CaptureStatus
 from ..common.models import GaussianActor, convert_rsl_rl_state_dict
-from ..common.normalizer import ReduceSum
+from ..common.sync import GradSync, ReduceSum
 from ..ppo.networks import ExportPolicy, ExportRecurrentPolicy, build_actor, obs_dim
 from .config import DistillationConfig
 from .loss import behavior_loss
 
 __all__ = ["Distillation"]
-
-GradSync = Callable[[Sequence[nn.Parameter], torch.Tensor | None], torch.Tensor | None]
 
 
 class Distillation:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import attrs
 from attrs import validators as v
 
+from ..common.cuda_graphs import CAPTURE_SETTINGS, CaptureSetting, capture_setting
+
 __all__ = ["FastSACConfig"]
 
 
@@ -90,8 +92,10 @@ class FastSACConfig:
         normalizer_eps: added to the normalizer's std.
         actor_obs_group, critic_obs_group: observation groups the actor and the critic read.
         bf16: run the networks under bfloat16 autocast (Holosoma enables it on GPUs).
-        capture: capture the update step in CUDA graphs (CUDA devices only; eager on CPU, and
-            after a capture that raised; `FastSAC.capture_status["update"]` says which).
+        capture: the update step in CUDA graphs, as PPO's setting: "auto" (where possible:
+            CUDA devices; eager on CPU, and after a capture that raised), "cuda_graph" (the
+            same, warning when it runs eagerly) or "none"; `FastSAC.capture_status["update"]`
+            says which. A bool (older configs) reads as "auto" (True) or "none" (False).
         capture_warmup: eager calls of each half of each kind of step before its capture (they
             initialize the optimizer state and the CUDA libraries' workspaces; real updates).
     """
@@ -142,7 +146,9 @@ class FastSACConfig:
     critic_obs_group: str = attrs.field(default="critic", validator=v.instance_of(str))
 
     bf16: bool = attrs.field(default=False, validator=v.instance_of(bool))
-    capture: bool = attrs.field(default=True, validator=v.instance_of(bool))
+    capture: CaptureSetting | bool = attrs.field(
+        default="auto", converter=capture_setting, validator=v.in_(CAPTURE_SETTINGS)
+    )
     capture_warmup: int = attrs.field(default=3, validator=_positive_int)
 
     @betas.validator

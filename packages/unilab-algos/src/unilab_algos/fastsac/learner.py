@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import math
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import attrs
@@ -17,14 +17,12 @@ from unilab_storage import ReplayShard, split_global
 
 from ..common.cuda_graphs import CaptureStatus, CudaGraphs, GraphBackend
 from ..common.normalizer import EmpiricalNormalizer, update_normalizers
+from ..common.sync import GradSync, ReduceSum
 from ._step import BATCH_KEYS, METRICS, apply_step, forward_backward
 from .config import FastSACConfig
 from .networks import DeterministicPolicy, QEnsemble, SquashedGaussianActor
 
-__all__ = ["FastSAC", "GradSync", "ReduceSum"]
-
-GradSync = Callable[[Sequence[nn.Parameter], torch.Tensor | None], torch.Tensor | None]
-ReduceSum = Callable[[torch.Tensor], torch.Tensor]
+__all__ = ["FastSAC"]
 
 
 class Temperature(nn.Module):
@@ -121,7 +119,7 @@ class FastSAC:
             warmup=cfg.capture_warmup,
             shared_pool=False,  # the two kinds of step interleave: no fixed replay order
             backend=graph_backend,
-            hint="train with FastSACConfig.capture=False",
+            hint='train with FastSACConfig(capture="none")',
         )
         self._inputs: dict[str, torch.Tensor] = {}  # the static batch of the captured step
         self._bodies = {
@@ -186,7 +184,7 @@ class FastSAC:
 
     def _optimizer_flags(self) -> dict[str, bool]:
         cuda = self.device.type == "cuda"
-        return {"fused": cuda, "capturable": cuda and self.config.capture}
+        return {"fused": cuda, "capturable": cuda and self.config.capture != "none"}
 
     def _build_optimizers(self) -> None:
         cfg = self.config
@@ -421,7 +419,7 @@ class FastSAC:
         needs_cuda = backend is None or backend.needs_cuda
         if needs_cuda and self.device.type != "cuda":
             reasons.append(f"CUDA graphs need a CUDA device, got {self.device}")
-        return CaptureStatus.check(self.config.capture, reasons)
+        return CaptureStatus.from_setting(self.config.capture, reasons, "FastSAC")
 
     @property
     def capture_status(self) -> dict[str, CaptureStatus]:

@@ -9,7 +9,7 @@ bodies. Nothing here reads the device on the device-LR path.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import attrs
@@ -19,13 +19,13 @@ from torch import nn
 
 from ..common.models import GaussianActor, ValueCritic
 from ..common.normalizer import EmpiricalNormalizer
+from ..common.sync import GradSync
 from .config import PPOConfig
 from .loss import gaussian_kl, ppo_loss
 from .networks import RND
 from .schedule import adaptive_lr, adaptive_lr_tensor
 
 __all__ = [
-    "GradSync",
     "PPOState",
     "act",
     "adapt_lr",
@@ -37,8 +37,6 @@ __all__ = [
     "sync_grads",
     "time_out_bootstrap",
 ]
-
-GradSync = Callable[[Sequence[nn.Parameter], torch.Tensor | None], torch.Tensor | None]
 
 
 @attrs.define(eq=False, kw_only=True)

@@ -7,6 +7,7 @@ from typing import Literal
 import attrs
 
 from ..common.config import GaussianConfig, NetworkConfig
+from ..common.cuda_graphs import CAPTURE_SETTINGS, CaptureSetting, capture_setting
 
 __all__ = ["PPOConfig", "RNDConfig"]
 
@@ -75,7 +76,8 @@ class PPOConfig:
     feed-forward actor and critic and equal mini-batches (`remainder="drop"`); otherwise (or if
     capture raises) the update runs eagerly, warns, and `PPO.capture_status["update"]` says why.
     `"auto"` (the default) captures when those hold and runs eagerly without a warning when
-    they do not (on CPU, for recurrent networks, ...); `"none"` never captures (`rsl_rl()`).
+    they do not (on CPU, for recurrent networks, ...); `"none"` never captures (`rsl_rl()`); a
+    bool reads as "auto" (True) or "none" (False), as FastSAC's setting.
     With `capture` not "none" and `capture_rollout=True` (the default), collection is captured
     too: `act` and `process_env_step` replay three graphs from static buffers, the normalizers'
     collective eager between them (CUDA, feed-forward, no RND, normalizers without `until`;
@@ -136,8 +138,8 @@ class PPOConfig:
     rnd: RNDConfig | None = None
     lr_on_device: bool = True
     lr_float32_sync: bool = False
-    capture: Literal["auto", "none", "cuda_graph"] = attrs.field(
-        default="auto", validator=attrs.validators.in_(("auto", "none", "cuda_graph"))
+    capture: CaptureSetting | bool = attrs.field(
+        default="auto", converter=capture_setting, validator=attrs.validators.in_(CAPTURE_SETTINGS)
     )
     capture_rollout: bool = True
 

@@ -17,7 +17,6 @@ vector), and `compute_returns` one when advantages are normalized per rollout (c
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Mapping
 from itertools import chain
 from typing import Any
@@ -36,11 +35,11 @@ from unilab_storage import (
 
 from ..common.cuda_graphs import CaptureMode, CaptureStatus, CudaGraphs, GraphBackend
 from ..common.models import GaussianActor, ValueCritic
-from ..common.normalizer import ReduceSum, update_normalizers
+from ..common.normalizer import update_normalizers
+from ..common.sync import GradSync, ReduceSum
 from ._capture import CapturedUpdate
 from ._rollout import CapturedRollout
 from ._step import (
-    GradSync,
     PPOState,
     act,
     apply_update,
@@ -62,7 +61,7 @@ from .networks import (
     td_module,
 )
 
-__all__ = ["WARMUP", "GradSync", "PPO"]
+__all__ = ["WARMUP", "PPO"]
 
 WARMUP = 2
 """Eager (side-stream) calls of each captured body before its capture."""
@@ -219,10 +218,7 @@ class PPO:
             reasons.append("recurrent mini-batches vary in shape")
         if cfg.remainder != "drop":
             reasons.append(f"remainder={cfg.remainder!r} gives unequal mini-batches")
-        status = CaptureStatus.check(cfg.capture != "none", reasons)
-        if status.mode is CaptureMode.EAGER and cfg.capture == "cuda_graph":  # "auto": quietly
-            warnings.warn(f"PPO capture='cuda_graph' falls back to {status}", stacklevel=3)
-        return status
+        return CaptureStatus.from_setting(cfg.capture, reasons, "PPO")
 
     def _rollout_check(self) -> CaptureStatus:
         """The rollout's status: off, pending or eager (why); see `_rollout.py`."""

@@ -12,7 +12,8 @@ from torch import nn
 from ..common.config import GaussianConfig, NetworkConfig
 from ..common.models import GaussianActor, ValueCritic
 from ..common.networks import mlp
-from ..common.normalizer import EmpiricalNormalizer, ReduceSum
+from ..common.normalizer import EmpiricalNormalizer
+from ..common.sync import ReduceSum
 from .config import RNDConfig
 
 __all__ = ["RND", "ExportPolicy", "build_actor", "build_critic", "obs_dim", "td_module"]
