@@ -141,6 +141,28 @@ def test_round_trip_through_json(tmp_path):
     assert TrainConfig.from_dict(cfg.to_dict()) == cfg
 
 
+def test_an_older_fastsac_config_loads_under_the_new_keys():
+    """FastSAC configs saved before its keys took PPO's names (one group per network, one
+    normalization setting, a bool capture) load into the fields that absorbed them."""
+    new = make_config("humanoid-velocity", "fastsac")
+    data = new.to_dict()
+    for key in ("actor_obs", "critic_obs", "normalize_obs", "obs_norm_scope"):
+        del data["algo"][key]
+    data["algo"].update(
+        actor_obs_group="policy", critic_obs_group="critic", obs_normalization="local",
+        capture=False,
+    )  # fmt: skip
+    algo = TrainConfig.from_dict(data).algo
+    assert (algo.actor_obs, algo.critic_obs) == (("policy",), ("critic",))
+    assert (algo.normalize_obs, algo.obs_norm_scope, algo.capture) == (True, "local", "none")
+    data["algo"]["obs_normalization"] = "off"
+    algo = TrainConfig.from_dict(data).algo
+    assert (algo.normalize_obs, algo.obs_norm_scope) == (False, "global")
+    assert algo == attrs.evolve(new.algo, normalize_obs=False, capture="none")
+    with pytest.raises(ValueError, match=r"unknown config key 'algo\.actor_group'"):
+        apply_overrides(new, ["algo.actor_group=policy"])
+
+
 def test_env_scope_split():
     per_rank = EnvConfig(task="t", num_envs=10)
     assert per_rank.per_rank(3) == 10 and per_rank.total(3) == 30

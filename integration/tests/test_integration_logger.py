@@ -118,7 +118,7 @@ def test_startup_line_reads_the_real_learners_statuses():
     assert learner_capture(PPO(shapes, 2, PPOConfig.rsl_rl())) == [
         "update and rollout eager (capture off in the algorithm's config)"
     ]
-    sac_cfg = FastSACConfig(capture=True, critic_obs_group="policy")
+    sac_cfg = FastSACConfig(capture=True, critic_obs=("policy",))
     assert learner_capture(FastSAC(shapes, 2, sac_cfg, num_envs=2)) == [f"update eager ({cpu})"]
 
 

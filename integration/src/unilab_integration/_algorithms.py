@@ -11,6 +11,8 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
+from ._overrides import KeyAlias, register_legacy_keys
+
 if TYPE_CHECKING:
     from unilab_algos import Learner
 
@@ -155,6 +157,27 @@ ALGORITHMS: dict[str, AlgorithmSpec] = {
         replay=True,
     ),
 }
+
+
+def _one_group(group: str, _current: Any) -> tuple[str, ...]:
+    return (group,)
+
+
+# FastSAC configs saved before its keys took PPO's names (a single group per network; one
+# "global" / "local" / "off" normalization setting) still load.
+register_legacy_keys(
+    "unilab_algos.fastsac.config.FastSACConfig",
+    {
+        "actor_obs_group": KeyAlias("actor_obs", str, _one_group),
+        "critic_obs_group": KeyAlias("critic_obs", str, _one_group),
+        "obs_normalization": (
+            KeyAlias("normalize_obs", str, lambda mode, _current: mode != "off"),
+            KeyAlias(
+                "obs_norm_scope", str, lambda mode, current: current if mode == "off" else mode
+            ),
+        ),
+    },
+)
 
 
 def register_algorithm(spec: AlgorithmSpec) -> None:

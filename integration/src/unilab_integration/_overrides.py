@@ -12,8 +12,10 @@ integer, not 0").
 
 A config class may still read keys it no longer has (saved configs of older runs, overrides in
 older scripts): a class attribute `legacy_keys: ClassVar[Mapping[str, KeyAlias]]` maps each such
-key to the field that absorbed it (`RunnerConfig.legacy_keys`: `runner.tensorboard=false` removes
-"tensorboard" from `runner.loggers`).
+key to the field that absorbed it, or to several (`RunnerConfig.legacy_keys`:
+`runner.tensorboard=false` removes "tensorboard" from `runner.loggers`). For a class of another
+package (an algorithm's config) `register_legacy_keys("module.Class", {...})` does the same
+without touching the class.
 """
 
 from __future__ import annotations
@@ -31,7 +33,16 @@ import attrs
 
 from ._validators import FieldValueError
 
-__all__ = ["KeyAlias", "apply_overrides", "config_from_dict", "config_to_dict", "parse_value"]
+__all__ = [
+    "KeyAlias",
+    "apply_overrides",
+    "config_from_dict",
+    "config_to_dict",
+    "parse_value",
+    "register_legacy_keys",
+]
+
+_LEGACY: dict[str, dict[str, Any]] = {}  # "module.Class" -> {old key: KeyAlias or several}
 
 
 @attrs.frozen
@@ -43,6 +54,19 @@ class KeyAlias:
     target: str
     type: Any
     apply: Callable[[Any, Any], Any]
+
+
+def register_legacy_keys(qualname: str, keys: Mapping[str, Any]) -> None:
+    """Older keys of the config class `qualname` ("package.module.Class", as
+    `f"{cls.__module__}.{cls.__qualname__}"`): old key -> `KeyAlias`, or a tuple of them for a
+    key that two fields absorbed. Read as the class's own `legacy_keys`."""
+    _LEGACY.setdefault(qualname, {}).update(keys)
+
+
+def _legacy_keys(cls: type) -> dict[str, tuple[KeyAlias, ...]]:
+    own = dict(getattr(cls, "legacy_keys", {}))
+    own.update(_LEGACY.get(f"{cls.__module__}.{cls.__qualname__}", {}))
+    return {k: v if isinstance(v, tuple) else (v,) for k, v in own.items()}
 
 
 def parse_value(text: str) -> Any:
@@ -138,7 +162,7 @@ def _apply_tree(cls: type, config: Any, tree: Mapping[str, Any], prefix: str) ->
     """`config` (an instance of `cls`, or None: build `cls` from its defaults) with `tree`."""
     names = [f.name for f in attrs.fields(cls)]
     hints = _hints(cls)
-    aliases: Mapping[str, KeyAlias] = getattr(cls, "legacy_keys", {})
+    aliases = _legacy_keys(cls)
     changes: dict[str, Any] = {}
     for key, value in tree.items():
         full = f"{prefix}.{key}" if prefix else key
@@ -152,13 +176,14 @@ def _apply_tree(cls: type, config: Any, tree: Mapping[str, Any], prefix: str) ->
             )
         current = getattr(config, key) if config is not None else None
         changes[key] = _build(hints.get(key, Any), current, value, full)
-    for key, alias in aliases.items():
+    for key, targets in aliases.items():
         if key in tree and key not in names:
             full = f"{prefix}.{key}" if prefix else key
-            given = _build(alias.type, None, tree[key], full)
-            changes[alias.target] = alias.apply(
-                given, _field_value(cls, config, changes, alias.target)
-            )
+            for alias in targets:
+                given = _build(alias.type, None, tree[key], full)
+                changes[alias.target] = alias.apply(
+                    given, _field_value(cls, config, changes, alias.target)
+                )
     try:
         return attrs.evolve(config, **changes) if config is not None else cls(**changes)
     except FieldValueError as e:  # one field refused its value: name it by its dotted key

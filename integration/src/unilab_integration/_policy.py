@@ -97,11 +97,8 @@ def policy_from_checkpoint(
 
 def actor_groups(algo_config: Any) -> tuple[str, ...]:
     """The observation groups the policy reads, in the order `policy_module()` concatenates."""
-    for name in ("actor_obs", "student_obs"):
-        groups = getattr(algo_config, name, None)
-        if groups is not None:
-            return tuple(groups)
-    return (algo_config.actor_obs_group,)
+    groups = getattr(algo_config, "actor_obs", None)  # Distillation's actor is its student
+    return tuple(algo_config.student_obs if groups is None else groups)
 
 
 def policy_input(groups: tuple[str, ...], obs: Any) -> torch.Tensor:

@@ -35,7 +35,8 @@ def test_defaults_are_holosoma():
         ({"batch_size": 0}, "batch_size"),
         ({"gamma": 1.5}, "gamma"),
         ({"v_min": 1.0, "v_max": 1.0}, "v_min"),
-        ({"obs_normalization": "sometimes"}, "obs_normalization"),
+        ({"obs_norm_scope": "sometimes"}, "obs_norm_scope"),
+        ({"actor_obs": ()}, "actor_obs"),
         ({"actor_hidden": ()}, "actor_hidden"),
         ({"betas": (0.9, 1.0)}, "betas"),
         ({"num_atoms": 1}, "num_atoms"),
@@ -86,6 +87,28 @@ def test_act_range_and_policy_module():
     torch.testing.assert_close(det, learner.policy_module()(obs["obs", "policy"]))
     # plain group TensorDict works too
     torch.testing.assert_close(learner.act(obs["obs"], deterministic=True), det)
+
+
+def test_an_actor_of_two_groups_reads_them_concatenated():
+    """`actor_obs` of two groups, as PPO's: each group normalized by its own normalizer, then
+    concatenated; the policy module takes the raw groups concatenated in that order."""
+    torch.manual_seed(0)
+    cfg = small_config(actor_obs=("policy", "critic"), critic_obs=("critic", "policy"))
+    learner = FastSAC(OBS, ACT, cfg, num_envs=4)
+    assert learner.actor.obs_dim == 7 and set(learner.normalizers) == {"policy", "critic"}
+    gen = torch.Generator().manual_seed(1)
+    obs = env_step(4, gen)
+    for t in range(6):  # statistics away from their initial values
+        step = env_step(4, gen, done_every=3, t=t)
+        learner.observe(obs, learner.act(obs), step)
+        obs = step
+    assert learner.update()["updates"] > 0
+    raw = torch.cat([obs["obs", "policy"], obs["obs", "critic"]], dim=-1)
+    torch.testing.assert_close(learner.policy_module()(raw), learner.act(obs, deterministic=True))
+    swapped = torch.cat([obs["obs", "critic"], obs["obs", "policy"]], dim=-1)[:, :7]
+    assert not torch.allclose(
+        learner.policy_module()(swapped), learner.act(obs, deterministic=True)
+    )
 
 
 def test_capture_status_on_cpu():

@@ -65,7 +65,7 @@ def test_fastsac_learns_point_reach():  # one thread: conftest's autouse fixture
         num_atoms=51,
         v_min=-10.0,
         v_max=1.0,
-        critic_obs_group="policy",
+        critic_obs=("policy",),
         learning_starts=5,
         transitions_per_env=200,
         actor_lr=1e-3,

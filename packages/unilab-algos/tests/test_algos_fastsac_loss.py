@@ -151,7 +151,7 @@ def _step(n, t, reward, term=False, trunc=False):
 def test_nstep_targets_through_observe(kind):
     """observe() -> replay -> n-step reward/discount/next obs, hand-computed (gamma 0.5, n 3)."""
     n = 2
-    cfg = small_config(n_step=3, gamma=0.5, transitions_per_env=8, obs_normalization="off")
+    cfg = small_config(n_step=3, gamma=0.5, transitions_per_env=8, normalize_obs=False)
     learner = FastSAC({"policy": (3,), "critic": (4,)}, 2, cfg, num_envs=n)
     rewards = [1.0, 2.0, 4.0, 8.0]
     obs = TensorDict({"obs": {"policy": torch.zeros(n, 3), "critic": torch.zeros(n, 4)}}, [n])

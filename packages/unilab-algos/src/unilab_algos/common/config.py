@@ -8,7 +8,14 @@ import attrs
 
 from .networks import ACTIVATIONS
 
-__all__ = ["GaussianConfig", "NetworkConfig"]
+__all__ = ["GaussianConfig", "NetworkConfig", "obs_groups"]
+
+
+def obs_groups(_inst: object, attr: attrs.Attribute, value: tuple[str, ...]) -> None:
+    """attrs validator of a learner's observation groups (`actor_obs`, `critic_obs`, ...): a
+    non-empty tuple of group names, concatenated in this order into the network's input."""
+    if not value or any(not isinstance(g, str) or not g for g in value):
+        raise ValueError(f"{attr.name} must be a non-empty tuple of group names, got {value!r}")
 
 
 def _positive_ints(_inst: object, attr: attrs.Attribute, value: tuple[int, ...]) -> None:

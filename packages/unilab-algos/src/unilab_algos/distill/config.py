@@ -6,7 +6,7 @@ from typing import Literal
 
 import attrs
 
-from ..common.config import GaussianConfig, NetworkConfig
+from ..common.config import GaussianConfig, NetworkConfig, obs_groups
 
 __all__ = ["DistillationConfig"]
 
@@ -26,8 +26,12 @@ class DistillationConfig:
     student: NetworkConfig = attrs.field(factory=NetworkConfig)
     teacher: NetworkConfig = attrs.field(factory=NetworkConfig)
     policy: GaussianConfig = attrs.field(factory=GaussianConfig)
-    student_obs: tuple[str, ...] = attrs.field(default=("policy",), converter=tuple)
-    teacher_obs: tuple[str, ...] = attrs.field(default=("policy",), converter=tuple)
+    student_obs: tuple[str, ...] = attrs.field(
+        default=("policy",), converter=tuple, validator=obs_groups
+    )
+    teacher_obs: tuple[str, ...] = attrs.field(
+        default=("policy",), converter=tuple, validator=obs_groups
+    )
     num_epochs: int = attrs.field(default=1, validator=attrs.validators.gt(0))
     gradient_length: int = attrs.field(default=15, validator=attrs.validators.gt(0))
     learning_rate: float = attrs.field(default=1e-3, validator=attrs.validators.gt(0.0))

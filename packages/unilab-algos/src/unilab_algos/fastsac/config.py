@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 import attrs
 from attrs import validators as v
 
+from ..common.config import obs_groups
 from ..common.cuda_graphs import CAPTURE_SETTINGS, CaptureSetting, capture_setting
 
 __all__ = ["FastSACConfig"]
@@ -86,11 +89,14 @@ class FastSACConfig:
         alpha_init: initial temperature.
         autotune: learn the temperature toward `target_entropy`.
         target_entropy_ratio: target entropy is `-target_entropy_ratio * action_dim`.
-        obs_normalization: `"global"` (exact count-weighted moments merged across ranks with
-            the injected `reduce_sum`, updated every env step), `"local"` (per-rank statistics)
-            or `"off"`.
+        normalize_obs: a running normalizer per observation group, in front of the actor and
+            the critic (PPO's `NetworkConfig.normalize_obs`).
+        obs_norm_scope: `"global"` (exact count-weighted moments merged across ranks with the
+            injected `reduce_sum`, updated every env step) or `"local"` (per-rank statistics),
+            as PPO's.
         normalizer_eps: added to the normalizer's std.
-        actor_obs_group, critic_obs_group: observation groups the actor and the critic read.
+        actor_obs, critic_obs: observation groups the actor and the critic read, concatenated
+            in this order (they may share groups), as PPO's.
         bf16: run the networks under bfloat16 autocast (Holosoma enables it on GPUs).
         capture: the update step in CUDA graphs, as PPO's setting: "auto" (where possible:
             CUDA devices; eager on CPU, and after a capture that raised), "cuda_graph" (the
@@ -138,12 +144,17 @@ class FastSACConfig:
     autotune: bool = attrs.field(default=True, validator=v.instance_of(bool))
     target_entropy_ratio: float = attrs.field(default=0.0)
 
-    obs_normalization: str = attrs.field(
-        default="global", validator=v.in_(("global", "local", "off"))
+    normalize_obs: bool = attrs.field(default=True, validator=v.instance_of(bool))
+    obs_norm_scope: Literal["global", "local"] = attrs.field(
+        default="global", validator=v.in_(("global", "local"))
     )
     normalizer_eps: float = attrs.field(default=1e-2, validator=_non_negative)
-    actor_obs_group: str = attrs.field(default="policy", validator=v.instance_of(str))
-    critic_obs_group: str = attrs.field(default="critic", validator=v.instance_of(str))
+    actor_obs: tuple[str, ...] = attrs.field(
+        default=("policy",), converter=tuple, validator=obs_groups
+    )
+    critic_obs: tuple[str, ...] = attrs.field(
+        default=("critic",), converter=tuple, validator=obs_groups
+    )
 
     bf16: bool = attrs.field(default=False, validator=v.instance_of(bool))
     capture: CaptureSetting | bool = attrs.field(

@@ -20,7 +20,7 @@ from ..common.normalizer import EmpiricalNormalizer, update_normalizers
 from ..common.sync import GradSync, ReduceSum
 from ._step import BATCH_KEYS, METRICS, apply_step, forward_backward
 from .config import FastSACConfig
-from .networks import DeterministicPolicy, QEnsemble, SquashedGaussianActor
+from .networks import DeterministicPolicy, GroupNormalizers, QEnsemble, SquashedGaussianActor
 
 __all__ = ["FastSAC"]
 
@@ -46,8 +46,8 @@ class FastSAC:
     global; both `None` in one process.
 
     Args:
-        obs_shapes: observation group -> per-env shape (1-D); must contain the config's
-            `actor_obs_group` and `critic_obs_group` (they may be the same group).
+        obs_shapes: observation group -> per-env shape (1-D); must contain the groups of the
+            config's `actor_obs` and `critic_obs` (they may share groups).
         action_dim: number of action dimensions; actions are in `[-1, 1]`.
         config: `FastSACConfig`.
         num_envs: environments of *this rank* (the `N` of `observe`'s TensorDicts).
@@ -94,7 +94,7 @@ class FastSAC:
         self.world_size = world_size
         self.action_dim = action_dim
         self.grad_sync = grad_sync
-        self.groups = _unique([cfg.actor_obs_group, cfg.critic_obs_group])
+        self.groups = _unique([*cfg.actor_obs, *cfg.critic_obs])
         self.obs_dims = {g: _flat_dim(obs_shapes, g) for g in self.groups}
         self.batch_size = split_global(cfg.batch_size, world_size, "batch_size")
         if cfg.replay_capacity is None:
@@ -140,7 +140,7 @@ class FastSAC:
     def _build_modules(self, reduce_sum: ReduceSum | None) -> None:
         cfg, dev = self.config, self.device
         self.actor = SquashedGaussianActor(
-            self.obs_dims[cfg.actor_obs_group],
+            sum(self.obs_dims[g] for g in cfg.actor_obs),
             self.action_dim,
             cfg.actor_hidden,
             layer_norm=cfg.layer_norm,
@@ -148,7 +148,7 @@ class FastSAC:
             log_std_max=cfg.log_std_max,
         ).to(dev)
         self.critic = QEnsemble(
-            self.obs_dims[cfg.critic_obs_group],
+            sum(self.obs_dims[g] for g in cfg.critic_obs),
             self.action_dim,
             cfg.critic_hidden,
             num_q=cfg.num_q,
@@ -161,10 +161,10 @@ class FastSAC:
         self.temperature = Temperature(cfg.alpha_init).to(dev)
         norms: dict[str, nn.Module] = {}
         for g in self.groups:
-            if cfg.obs_normalization == "off":
+            if not cfg.normalize_obs:
                 norms[g] = nn.Identity()
             else:
-                reducer = reduce_sum if cfg.obs_normalization == "global" else None
+                reducer = reduce_sum if cfg.obs_norm_scope == "global" else None
                 norms[g] = EmpiricalNormalizer(
                     self.obs_dims[g], eps=cfg.normalizer_eps, reduce_sum=reducer
                 ).to(dev)
@@ -250,7 +250,13 @@ class FastSAC:
 
         Shares parameters with the learner; deep-copy it before exporting while training.
         """
-        return DeterministicPolicy(self.normalizers[self.config.actor_obs_group], self.actor)
+        groups = self.config.actor_obs
+        if len(groups) == 1:
+            return DeterministicPolicy(self.normalizers[groups[0]], self.actor)
+        split = GroupNormalizers(
+            [self.normalizers[g] for g in groups], [self.obs_dims[g] for g in groups]
+        )
+        return DeterministicPolicy(split, self.actor)
 
     @property
     def alpha(self) -> float:
@@ -263,9 +269,7 @@ class FastSAC:
 
         Stochastic actions use the global torch RNG of the device.
         """
-        x = self.normalizers[self.config.actor_obs_group](
-            _group(obs, self.config.actor_obs_group).to(self.device)
-        )
+        x = self._input(self.config.actor_obs, lambda g: _group(obs, g).to(self.device))
         with self.autocast():
             if deterministic:
                 a = self.actor(x)
@@ -399,20 +403,26 @@ class FastSAC:
         cfg = self.config
         batch = batch.to(self.device)
 
-        def norm(key: str, g: str) -> torch.Tensor:
-            return self.normalizers[g](batch.get((key, g)).float())
+        def norm(key: str, groups: tuple[str, ...]) -> torch.Tensor:
+            return self._input(groups, lambda g: batch.get((key, g)).float())
 
         return {
-            "obs_a": norm("obs", cfg.actor_obs_group),
-            "obs_c": norm("obs", cfg.critic_obs_group),
+            "obs_a": norm("obs", cfg.actor_obs),
+            "obs_c": norm("obs", cfg.critic_obs),
             "actions": batch.get("actions").float(),
             "reward": batch.get("reward").float(),
             "discount": batch.get("discount").float(),
-            "next_obs_a": norm("next_obs", cfg.actor_obs_group),
-            "next_obs_c": norm("next_obs", cfg.critic_obs_group),
+            "next_obs_a": norm("next_obs", cfg.actor_obs),
+            "next_obs_c": norm("next_obs", cfg.critic_obs),
             "noise_next": batch.get(("noise", "next")).float(),
             "noise_cur": batch.get(("noise", "current")).float(),
         }
+
+    def _input(self, groups: tuple[str, ...], raw: Callable[[str], torch.Tensor]) -> torch.Tensor:
+        """A network's input: each group's raw observations (`raw(g)`) normalized by its
+        normalizer, concatenated in `groups` order (one group: that tensor itself)."""
+        xs = [self.normalizers[g](raw(g)) for g in groups]
+        return xs[0] if len(xs) == 1 else torch.cat(xs, dim=-1)
 
     def _capture_check(self, backend: GraphBackend | None) -> CaptureStatus:
         reasons = []

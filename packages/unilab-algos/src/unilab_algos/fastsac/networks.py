@@ -10,7 +10,13 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-__all__ = ["DeterministicPolicy", "QEnsemble", "SquashedGaussianActor", "layer_norm_mlp"]
+__all__ = [
+    "DeterministicPolicy",
+    "GroupNormalizers",
+    "QEnsemble",
+    "SquashedGaussianActor",
+    "layer_norm_mlp",
+]
 
 _LOG_SQRT_2PI = 0.5 * math.log(2.0 * math.pi)
 
@@ -141,6 +147,21 @@ class QEnsemble(nn.Module):
         if not self.distributional:
             return out.squeeze(-1)
         return (out.float().softmax(-1) * self.support).sum(-1)
+
+
+class GroupNormalizers(nn.Module):
+    """Raw observations of several groups, concatenated `(B, sum(dims))`, normalized group by
+    group and concatenated again: the policy input of an actor that reads more than one
+    group (its normalizers are the learner's, shared)."""
+
+    def __init__(self, normalizers: list[nn.Module], dims: list[int]) -> None:
+        super().__init__()
+        self.normalizers = nn.ModuleList(normalizers)
+        self.dims = list(dims)
+
+    def forward(self, obs: torch.Tensor) -> torch.Tensor:
+        parts = torch.split(obs, self.dims, dim=-1)
+        return torch.cat([n(x) for n, x in zip(self.normalizers, parts, strict=True)], dim=-1)
 
 
 class DeterministicPolicy(nn.Module):

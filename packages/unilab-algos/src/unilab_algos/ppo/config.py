@@ -6,18 +6,13 @@ from typing import Literal
 
 import attrs
 
-from ..common.config import GaussianConfig, NetworkConfig
+from ..common.config import GaussianConfig, NetworkConfig, obs_groups
 from ..common.cuda_graphs import CAPTURE_SETTINGS, CaptureSetting, capture_setting
 
 __all__ = ["PPOConfig", "RNDConfig"]
 
 _pos = attrs.validators.gt(0)
 _nonneg = attrs.validators.ge(0.0)
-
-
-def _groups(_inst: object, attr: attrs.Attribute, value: tuple[str, ...]) -> None:
-    if not value or any(not isinstance(g, str) or not g for g in value):
-        raise ValueError(f"{attr.name} must be a non-empty tuple of group names, got {value!r}")
 
 
 @attrs.frozen(kw_only=True)
@@ -30,7 +25,7 @@ class RNDConfig:
     with MSE by its own Adam, its grads riding in the PPO gradient collective.
     """
 
-    obs: tuple[str, ...] = attrs.field(default=("policy",), converter=tuple, validator=_groups)
+    obs: tuple[str, ...] = attrs.field(default=("policy",), converter=tuple, validator=obs_groups)
     num_outputs: int = attrs.field(default=16, validator=_pos)
     predictor_hidden: tuple[int, ...] = attrs.field(default=(256, 256), converter=tuple)
     target_hidden: tuple[int, ...] = attrs.field(default=(256, 256), converter=tuple)
@@ -90,10 +85,10 @@ class PPOConfig:
     critic: NetworkConfig = attrs.field(factory=NetworkConfig)
     policy: GaussianConfig = attrs.field(factory=GaussianConfig)
     actor_obs: tuple[str, ...] = attrs.field(
-        default=("policy",), converter=tuple, validator=_groups
+        default=("policy",), converter=tuple, validator=obs_groups
     )
     critic_obs: tuple[str, ...] = attrs.field(
-        default=("critic",), converter=tuple, validator=_groups
+        default=("critic",), converter=tuple, validator=obs_groups
     )
 
     num_epochs: int = attrs.field(default=5, validator=_pos)
