@@ -158,8 +158,9 @@ def throughput(rows: list[dict[str, Any]], warmup: int) -> dict[str, Any]:
 
 
 def phase_medians(rows: list[dict[str, Any]], warmup: int) -> dict[str, float]:
-    """{phase: median seconds} of `runner.profile`'s profile/<phase>_s after the warm-up, and
-    "total" (the median perf/iteration_s), other and total last; ValueError if the run logged no profile keys."""
+    """{phase: median seconds} of `runner.profile`'s profile/<phase>_s after the warm-up, in
+    the order logged with "other" last, then "total" (the median perf/iteration_s); ValueError
+    if the run logged no profile keys."""
     timed = rows[warmup:]
     names = list(dict.fromkeys(k for r in timed for k in r if k.startswith("profile/")))
     names.sort(key=lambda k: k == "profile/other_s")  # stable: the phases in order, other last
