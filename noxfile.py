@@ -166,11 +166,15 @@ def layers(session: nox.Session) -> None:
     session.run("lint-imports", "--no-cache", str(ROOT / "pyproject.toml"))
 
 
+BENCH_RUN = ROOT / "tools" / "tests" / "test_bench_ppo_e2e_run.py"
+
+
 @nox.session
 @pruned
 def tools(session: nox.Session) -> None:
     session.install("pytest>=8", "numpy")  # numpy: the MJLab parity fixtures
-    session.run("pytest", str(ROOT / "tools" / "tests"), "-q")
+    # BENCH_RUN trains through the product: it runs in `integration`, which has the stack
+    session.run("pytest", str(ROOT / "tools" / "tests"), "-q", f"--ignore={BENCH_RUN}")
 
 
 @nox.session
@@ -201,6 +205,9 @@ def integration(session: nox.Session) -> None:
     session.install(*constraints(), *project("integration")["optional-dependencies"]["wandb"])
     session.env["UNILAB_REQUIRE_WANDB"] = "1"
     session.run("pytest", str(PACKAGES["integration"] / "tests"), *PYTEST_ARGS, *session.posargs)
+    session.run(
+        "pytest", str(BENCH_RUN), "-q"
+    )  # a benchmark driving train() (tools session: no torch)
 
 
 @nox.session
