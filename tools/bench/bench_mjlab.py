@@ -20,8 +20,9 @@ MJLab pins mujoco / mujoco-warp 3.11, hence its own folder first on PYTHONPATH. 
 Parsed from rsl_rl's log (rank 0; on 2 GPUs torchrunx forwards it with a prefix): per iteration
 "Steps per second" (rsl_rl: num_steps_per_env * num_envs * world_size / (collection + learning
 time), i.e. total over GPUs), "Collection time", "Learning time", "Iteration time", "Mean reward"
-(mean over rsl_rl's last-100-episodes buffer), "Total steps", and the wall-clock since launch
-when the iteration's line arrived. Reported: median steps/s over all iterations (the benchmarks README's
+(mean over rsl_rl's last-100-episodes buffer), "Total steps", on the rough tasks
+"Curriculum/terrain_levels/mean" (`terrain_level`: the mean terrain level over the iteration's
+resets), and the wall-clock since launch when the iteration's line arrived. Reported: median steps/s over all iterations (the benchmarks README's
 reference points) and over the iterations after `--warmup`, and weak-scaling efficiency.
 Writes `$OUT/mjlab_<name>.json` after every run (and the raw log `$OUT/mjlab_<name>_g<W>_n<N>.log`);
 prints progress and a table last.
@@ -55,6 +56,8 @@ FIELDS = {
     "mean_reward": re.compile(r"Mean reward:\s*(-?[0-9.]+(?:e[-+]?\d+)?)"),
     "mean_episode_length": re.compile(r"Mean episode length:\s*([0-9.]+)"),
     "total_steps": re.compile(r"Total steps:\s*([0-9]+)"),
+    # the rough tasks' terrain curriculum (MJLab's terrain_levels_vel, logged as an extra)
+    "terrain_level": re.compile(r"Curriculum/terrain_levels/mean:\s*([0-9.]+)"),
 }
 HEADER = re.compile(r"Learning iteration\s+(\d+)\s*/\s*(\d+)")
 
@@ -248,6 +251,8 @@ SAMPLE_LOG = """\
                      Learning time: 0.259s
                        Mean reward: -1.25
                Mean episode length: 31.00
+Curriculum/terrain_levels/mean: 2.4512
+ Curriculum/terrain_levels/max: 9.0000
                     Iteration time: 0.86s
                        Learning iteration 2/3
                   Steps per second: 231000
@@ -267,10 +272,11 @@ def self_test() -> None:
     assert "mean_reward" not in its[0] and its[1]["mean_reward"] == -1.25, its
     assert its[2]["mean_reward"] == 0.25 and its[1]["mean_episode_length"] == 31.0, its
     assert its[1]["total_steps"] == 393216 and its[1]["iteration_s"] == 0.86, its
+    assert its[1]["terrain_level"] == 2.4512 and "terrain_level" not in its[0], its
     s = summarize(its, warmup=1)
     assert s["median_steps_per_s"] == 229001.0, s
     assert s["median_steps_per_s_after_warmup"] == 230000.5, s
-    print("bench_mjlab --quick: log parser OK (3 iterations, 7 fields)", flush=True)
+    print("bench_mjlab --quick: log parser OK (3 iterations, 8 fields)", flush=True)
 
 
 def print_table(runs: list[dict], task: str = TASK) -> None:

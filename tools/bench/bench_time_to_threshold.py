@@ -33,8 +33,8 @@ its `perf/iteration_s`; what plot_curves.py plots); `train_s` the sum of `perf/i
 
 Output: prints a short table last; with $OUT set writes `$OUT/ttt_<name>.json` ({"args",
 "config", "threshold", "result", "curves": {label: {"points": [{iteration, wall_s, time_s,
-train_s, env_steps, mean_return, mean_length, episodes, steps_per_s, curriculum_level, terms:
-{term: episode sum}, learner: {metric: value}}]}}}) and copies the run's `metrics.jsonl` and
+train_s, env_steps, mean_return, mean_length, episodes, steps_per_s, curriculum_level,
+terrain_level, terms: {term: episode sum}, learner: {metric: value}}]}}}) and copies the run's `metrics.jsonl` and
 `config.json` to `$OUT/ttt_<name>/`.
 
 Evaluation (`--eval-episodes E`): after the run, the last checkpoint's deterministic policy

@@ -2,6 +2,7 @@
 
     python3 tools/bench/bench_time_to_walk.py evaluate RUN.json... [--num-envs 4096] [--device cuda]
     python3 tools/bench/bench_time_to_walk.py summary TTW.json... [--reference-s 600]
+    python3 tools/bench/bench_time_to_walk.py levels RUN.json... [--reference-s 600]
 
 The training runs come from the two scripts that already drive each side, on one GPU, with a
 checkpoint about every minute of wall-clock (docs/benchmarks/mjlab-tasks.md has the commands):
@@ -30,6 +31,16 @@ run reaches it at its first checkpoint whose linear and yaw-rate errors are at m
 reference's and whose time-limit fraction is at least the reference's; the table gives that
 time per run (the target: at most a quarter of `--reference-s`). `plot_curves.py` draws the
 `ttw_*.json` files (`tracking.png`: one row per robot, one panel per metric, against time_s).
+
+`levels` is the rough tasks' measure: it reads the training runs themselves (no evaluation),
+their mean terrain level per iteration (MJLab's `Curriculum/terrain_levels/mean`, UniLab's
+`curriculum/terrain_levels/mean`) against `time_s`. The reference is the mean over MJLab's runs
+of the level at each run's last iteration at or before `--reference-s` (a shorter run gives its
+last iteration, and the table says when that was). A run reaches it at its first iteration,
+from its lowest level on, whose level is at least the reference: the levels start spread over
+the first rows and fall before the policy walks, so the start itself would trivially reach a
+low reference. Writes `$OUT/ttl_summary.json` ({"kind": "terrain_levels", ...}, with every
+run's curve), which plot_curves.py draws as `levels.png`.
 """
 
 from __future__ import annotations
@@ -65,6 +76,17 @@ _MODEL = re.compile(r"model_(\d+)\.pt$")
 _CKPT = re.compile(r"ckpt_(\d+)\.pt$")
 
 
+def _mjlab_clock(doc: dict) -> tuple[dict[int, dict], float]:
+    """A bench_mjlab.py run's timed iteration lines by iteration, and when the first iteration
+    started (its line's wall_s less its iteration_s)."""
+    run = doc["runs"][0]
+    by_it = {it["iteration"]: it for it in run["iterations"] if it.get("wall_s") is not None}
+    if not by_it:
+        raise SystemExit(f"{doc['task']}: the MJLab run logged no iteration")
+    first = by_it[min(by_it)]
+    return by_it, first["wall_s"] - first.get("iteration_s", 0.0)
+
+
 def mjlab_checkpoints(doc: dict) -> tuple[str, int | None, list[dict]]:
     """(UniLab task, seed, [{path, iteration, wall_s, time_s, env_steps}]) of a bench_mjlab.py run.
 
@@ -73,11 +95,7 @@ def mjlab_checkpoints(doc: dict) -> tuple[str, int | None, list[dict]]:
     started its own `iteration_s` before its line."""
     run = doc["runs"][0]
     task = MJLAB_TASKS[doc["task"]]
-    by_it = {it["iteration"]: it for it in run["iterations"] if it.get("wall_s") is not None}
-    if not by_it:
-        raise SystemExit(f"{doc['task']}: the MJLab run logged no iteration")
-    first = by_it[min(by_it)]
-    t0 = first["wall_s"] - first.get("iteration_s", 0.0)
+    by_it, t0 = _mjlab_clock(doc)
     points = []
     for path in glob.glob(os.path.join(run["log_root"], "**", "model_*.pt"), recursive=True):
         it = int(_MODEL.search(path).group(1))
@@ -121,7 +139,7 @@ def unilab_checkpoints(doc: dict) -> tuple[str, int | None, list[dict]]:
             }
         )
     seed = doc["config"]["runner"]["seed"]
-    return doc["config"]["task"], seed, sorted(points, key=lambda p: p["iteration"])
+    return doc["config"]["env"]["task"], seed, sorted(points, key=lambda p: p["iteration"])
 
 
 def evaluate_run(path: str, args) -> dict:
@@ -174,8 +192,10 @@ def evaluate_run(path: str, args) -> dict:
     return out
 
 
-def reference(runs: list[dict], at_s: float) -> dict | None:
-    """Mean over MJLab's runs of the last checkpoint at or before `at_s` seconds of training."""
+def reference(runs: list[dict], at_s: float, keys: tuple[str, ...] = METRICS) -> dict | None:
+    """Mean over MJLab's runs of `keys` at each run's last point at or before `at_s` seconds of
+    training (`time_s`: the mean time of the points taken; a run shorter than `at_s` gives its
+    last point)."""
     picks = []
     for run in runs:
         before = [p for p in run["points"] if p["time_s"] <= at_s]
@@ -183,7 +203,7 @@ def reference(runs: list[dict], at_s: float) -> dict | None:
             picks.append(before[-1])
     if not picks:
         return None
-    ref = {k: statistics.fmean(p[k] for p in picks) for k in METRICS}
+    ref = {k: statistics.fmean(p[k] for p in picks) for k in keys}
     ref["time_s"] = statistics.fmean(p["time_s"] for p in picks)
     ref["runs"] = len(picks)
     return ref
@@ -235,7 +255,7 @@ def print_summary(table: dict) -> None:
             print(f"  no MJLab run with a checkpoint before {entry['reference_at_s']:.0f} s")
         else:
             print(
-                f"  MJLab reference ({ref['runs']} runs, checkpoints near "
+                f"  MJLab reference ({ref['runs']} run{'' if ref['runs'] == 1 else 's'}, checkpoints near "
                 f"{ref['time_s']:.0f} s): lin {ref['lin_vel_error']:.4f} m/s, yaw "
                 f"{ref['yaw_rate_error']:.4f} rad/s, time-limit {ref['time_limit_fraction']:.3f}"
             )
@@ -251,6 +271,119 @@ def print_summary(table: dict) -> None:
             )
 
 
+def level_curve(path: str, doc: dict) -> dict:
+    """A training run's mean terrain level per iteration: {side, task, label, seed, source,
+    points: [{iteration, time_s, wall_s, env_steps, terrain_level}]}."""
+    if doc.get("kind") == "time_to_threshold":
+        (curve,) = [c for label, c in doc["curves"].items() if "deterministic" not in label][:1]
+        side, task, seed = "unilab", doc["config"]["env"]["task"], doc["config"]["runner"]["seed"]
+        label = f"UniLab {doc['args']['algo']} ({doc['args'].get('preset', 'default')})"
+        rows = [
+            {k: p.get(k) for k in ("iteration", "time_s", "wall_s", "env_steps", "terrain_level")}
+            for p in curve["points"]
+        ]
+    elif "runs" in doc and doc.get("task") in MJLAB_TASKS:
+        by_it, t0 = _mjlab_clock(doc)
+        side, task, seed, label = (
+            "mjlab",
+            MJLAB_TASKS[doc["task"]],
+            doc["args"].get("seed"),
+            ("MJLab + RSL-RL"),
+        )
+        rows = [
+            {
+                "iteration": i,
+                "time_s": it["wall_s"] - t0,
+                "wall_s": it["wall_s"],
+                "env_steps": it.get("total_steps"),
+                "terrain_level": it.get("terrain_level"),
+            }
+            for i, it in sorted(by_it.items())
+        ]
+    else:
+        raise SystemExit(f"{path}: neither a bench_mjlab.py nor a bench_time_to_threshold.py run")
+    points = [r for r in rows if r["terrain_level"] is not None and r["time_s"] is not None]
+    if not points:
+        raise SystemExit(f"{path}: no terrain level in the run ({task} has no terrain curriculum?)")
+    return {
+        "side": side,
+        "task": task,
+        "label": label,
+        "seed": seed,
+        "source": os.path.basename(path),
+        "points": points,
+    }
+
+
+def time_to_level(run: dict, level: float) -> float | None:
+    """The first time at which the run's mean level is at least `level`, counted from the run's
+    lowest point on: the levels start spread over the first rows and fall while the policy
+    cannot yet walk far, so the start would trivially "reach" a low reference."""
+    pts = run["points"]
+    low = min(range(len(pts)), key=lambda i: pts[i]["terrain_level"])
+    for p in pts[low:]:
+        if p["terrain_level"] >= level:
+            return p["time_s"]
+    return None
+
+
+def level_summary(runs: list[dict], at_s: float) -> dict:
+    """Per task: MJLab's mean level at `at_s` (over its seeds) and each run's time to it."""
+    out: dict = {"kind": "terrain_levels", "reference_at_s": at_s, "tasks": {}}
+    for task in sorted({r["task"] for r in runs}):
+        mine = [r for r in runs if r["task"] == task]
+        ref = reference([r for r in mine if r["side"] == "mjlab"], at_s, ("terrain_level",))
+        rows = []
+        for r in mine:
+            last = r["points"][-1]
+            rows.append(
+                {
+                    **{k: r[k] for k in ("label", "seed", "side", "source")},
+                    "last": {k: last[k] for k in ("time_s", "env_steps", "terrain_level")},
+                    "time_to_reference_s": None
+                    if ref is None
+                    else time_to_level(r, ref["terrain_level"]),
+                    "points": r["points"],
+                }
+            )
+        out["tasks"][task] = {"reference": ref, "runs": rows}
+    return out
+
+
+def print_level_summary(table: dict) -> None:
+    for task, entry in table["tasks"].items():
+        ref = entry["reference"]
+        print(f"\n{task}: mean terrain level")
+        if ref is None:
+            print("  no MJLab run")
+        else:
+            print(
+                f"  MJLab reference ({ref['runs']} run{'' if ref['runs'] == 1 else 's'}, at {ref['time_s']:.0f} s of training): "
+                f"{ref['terrain_level']:.4f}"
+            )
+        for row in entry["runs"]:
+            t, last = row["time_to_reference_s"], row["last"]
+            print(
+                f"  {row['label']:<28} seed {row['seed']}: "
+                f"{'not reached' if t is None else f'reached at {t:6.1f} s'}; at its end "
+                f"({last['time_s']:.0f} s, {last['env_steps'] or math.nan:.3g} env steps) "
+                f"{last['terrain_level']:.4f}"
+            )
+
+
+def _read(path: str) -> dict:
+    with open(path) as f:
+        return json.load(f)
+
+
+def _write_out(name: str, doc: dict) -> None:
+    """`$OUT/<name>`, when $OUT is set."""
+    out_dir = os.environ.get("OUT")
+    if out_dir:
+        with open(os.path.join(out_dir, name), "w") as f:
+            json.dump(doc, f, indent=1)
+
+
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = ap.add_subparsers(dest="command")
@@ -262,21 +395,22 @@ def main(argv=None) -> None:
     su = sub.add_parser("summary", help="MJLab's reference and each run's time to it")
     su.add_argument("files", nargs="+", help="ttw_<name>.json files")
     su.add_argument("--reference-s", type=float, default=600.0)
+    lv = sub.add_parser("levels", help="mean terrain level against wall-clock, and the reference")
+    lv.add_argument("runs", nargs="+", help="mjlab_<name>.json / ttt_<name>.json files")
+    lv.add_argument("--reference-s", type=float, default=600.0)
     args = ap.parse_args(argv)
-    if args.command == "evaluate":
+    if args.command == "levels":
+        runs = [level_curve(p, _read(p)) for p in args.runs]
+        table = level_summary(runs, args.reference_s)
+        print_level_summary(table)
+        _write_out("ttl_summary.json", table)
+    elif args.command == "evaluate":
         runs = [evaluate_run(p, args) for p in args.runs]
         print_summary(summary(runs, 600.0))
     elif args.command == "summary":
-        runs = []
-        for p in args.files:
-            with open(p) as f:
-                runs.append(json.load(f))
-        table = summary(runs, args.reference_s)
+        table = summary([_read(p) for p in args.files], args.reference_s)
         print_summary(table)
-        out_dir = os.environ.get("OUT")
-        if out_dir:
-            with open(os.path.join(out_dir, "ttw_summary.json"), "w") as f:
-                json.dump(table, f, indent=1)
+        _write_out("ttw_summary.json", table)
     else:
         ap.print_help()
 

@@ -102,6 +102,8 @@ def curve_point(line: dict[str, Any], wall_s: float | None) -> dict[str, Any]:
         "episodes": _num(line, "episode/count"),
         "steps_per_s": _num(line, "perf/steps_per_s"),
         "curriculum_level": _num(line, "curriculum/level"),  # None without a curriculum
+        # the rough tasks' terrain curriculum: the mean terrain level over all worlds
+        "terrain_level": _num(line, "curriculum/terrain_levels/mean"),
         # the runner's own evaluation of the deterministic policy (runner.eval_interval)
         "eval_return": _num(line, "eval/return"),
         # per-term episode sums: where a plateau's return goes

@@ -16,7 +16,8 @@ RESULTS are JSON files or folders (every *.json inside, recursively) written by
   - tools/bench/bench_fastsac.py (`fastsac*.json`: learner updates/s on 1 device and per
     process count, eager and captured; its weak-scaling rows go in `efficiency.png`),
   - tools/bench/bench_time_to_walk.py (`ttw_<name>.json`: every checkpoint's tracking metrics
-    against wall-clock, MJLab's and UniLab's runs alike),
+    against wall-clock, MJLab's and UniLab's runs alike; `ttl_summary.json`: the rough tasks'
+    mean terrain level against wall-clock and MJLab's reference level),
   - any other file of the form {"curves": {label: {"points": [{"time_s", "mean_return"}, ...]}}}
     (e.g. an off-policy trainer's curve).
 Other JSONs are skipped with a note. `--x env_steps` plots the returns of the
@@ -33,6 +34,8 @@ skipped). Writes, into `--out` (default $OUT, else docs/benchmarks):
   `<prefix>tracking.png`  the time-to-walk runs: one row per task, one panel per metric
                          (linear-velocity error, yaw-rate error, time-limit fraction) against
                          seconds of training, every run a line (MJLab's and UniLab's);
+  `<prefix>levels.png`    the rough tasks' mean terrain level against seconds of training, one
+                         panel per task, every run a line, MJLab's reference level dashed;
   `<prefix>efficiency.png` weak-scaling efficiency by GPU count (PPO end to end:
                          rate(W) / (W x rate(1)); FastSAC learner with a fixed batch per rank:
                          updates/s(W) / updates/s(1)), the 97% target dashed.
@@ -71,6 +74,7 @@ def collect(
     learner: list | None = None,
     x: str = "time_s",
     tracking: list | None = None,
+    levels: list | None = None,
 ):
     """-> curves {panel: {label: [(x, ret)]}}, scaling [(source, gpus, sps)], profiles.
 
@@ -79,8 +83,10 @@ def collect(
     bench_time_to_threshold.py results. `learner` (filled when given): FastSAC learner
     [(source, gpus, updates/s)] from bench_fastsac.py, 1 device and weak-scaling rows.
     `tracking` (filled when given): the bench_time_to_walk.py runs, [(task, label, points)].
+    `levels` (filled when given): bench_time_to_walk.py's terrain-level summaries, as written.
     """
     tracking = [] if tracking is None else tracking
+    levels = [] if levels is None else levels
     learner = [] if learner is None else learner
     curves: dict[str, dict[str, list[tuple[float, float]]]] = {}
     scaling: list[tuple[str, int, float]] = []
@@ -89,7 +95,9 @@ def collect(
     e2e_names: set[str] = set()
     mjlab_names: set[str] = set()
     for fname, doc in docs:
-        if doc.get("kind") == "time_to_walk":  # bench_time_to_walk: checkpoints' tracking
+        if doc.get("kind") == "terrain_levels":  # bench_time_to_walk levels
+            levels.append(doc)
+        elif doc.get("kind") == "time_to_walk":  # bench_time_to_walk: checkpoints' tracking
             label = f"{doc['label']}, seed {doc['seed']}"
             tracking.append((doc["task"], label, doc["points"]))
         elif doc.get("kind") == "time_to_threshold":  # bench_time_to_threshold
@@ -269,6 +277,37 @@ def plot_tracking(plt, tracking, path: str) -> bool:
     return _save(plt, fig, path)
 
 
+def plot_levels(plt, levels, path: str) -> bool:
+    panels = [(task, e) for doc in levels for task, e in doc["tasks"].items() if e["runs"]]
+    if not panels:
+        return False
+    fig, axes = plt.subplots(1, len(panels), figsize=(7 * len(panels), 4), squeeze=False)
+    for ax, (task, entry) in zip(axes[0], panels, strict=True):
+        for run in entry["runs"]:
+            pts = run["points"]
+            ax.plot(
+                [p["time_s"] for p in pts],
+                [p["terrain_level"] for p in pts],
+                "--" if run["side"] == "mjlab" else "-",
+                label=f"{run['label']}, seed {run['seed']}",
+            )
+        ref = entry["reference"]
+        if ref is not None:
+            ax.axhline(ref["terrain_level"], color="gray", linestyle=":", linewidth=1)
+            ax.annotate(
+                f"MJLab at {ref['time_s']:.0f} s: {ref['terrain_level']:.3f}",
+                (0, ref["terrain_level"]),
+                textcoords="offset points",
+                xytext=(4, 4),
+                fontsize=8,
+            )
+        ax.set_title(f"{task}: mean terrain level")
+        ax.set_xlabel("seconds of training (from the first iteration)")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8)
+    return _save(plt, fig, path)
+
+
 def plot_scaling(plt, scaling, path: str) -> bool:
     if not scaling:
         return False
@@ -376,7 +415,10 @@ def main(argv=None) -> None:
     marks: dict = {}
     learner: list = []
     tracking: list = []
-    curves, scaling, profiles = collect(load(args.results), marks, learner, args.x, tracking)
+    levels: list = []
+    curves, scaling, profiles = collect(
+        load(args.results), marks, learner, args.x, tracking, levels
+    )
     os.makedirs(args.out, exist_ok=True)
     made = []
     for kind, fn, data in (
@@ -384,6 +426,7 @@ def main(argv=None) -> None:
         ("scaling", plot_scaling, scaling),
         ("profile", plot_profile, profiles),
         ("tracking", plot_tracking, tracking),
+        ("levels", plot_levels, levels),
         ("efficiency", plot_efficiency, efficiencies(scaling, learner)),
     ):
         path = os.path.join(args.out, f"{args.prefix}{kind}.png")

@@ -47,6 +47,9 @@ def test_curve_point_keeps_return_terms_and_learner_metrics():
     p = benchlib.curve_point(LINE, wall_s=3.0)
     assert (p["iteration"], p["env_steps"], p["mean_return"]) == (7, 98304.0, 12.5)
     assert p["curriculum_level"] is None  # no curriculum in this line
+    assert p["terrain_level"] is None
+    rough = benchlib.curve_point({**LINE, "curriculum/terrain_levels/mean": 3.25}, wall_s=3.0)
+    assert rough["terrain_level"] == 3.25
     assert p["terms"] == {"track_lin_vel": 9.0}
     assert p["learner"] == {"action_std": 0.8, "value": None, "kl": 0.01, "lr": 0.001}
     points = [p, benchlib.curve_point({**LINE, "iteration": 8}, wall_s=3.5)]

@@ -64,6 +64,7 @@ def test_env_steps_axis_keeps_only_the_time_to_threshold_runs():
     assert set(everything[0]) == {
         "UniLab ppo on quadruped-velocity",
         "UniLab fastsac on humanoid-velocity",
+        "UniLab ppo on go1-velocity-rough",
     }
     assert everything[1] == [] and everything[2] == []
 
@@ -104,3 +105,27 @@ def test_time_to_walk_runs_become_tracking_series():
     assert mj[-1]["lin_vel_error"] == pytest.approx(0.3709, abs=1e-4)
     _, ul = by_label["UniLab ppo (default), seed 0"]
     assert [p["iteration"] for p in ul] == [400]
+
+
+def test_terrain_level_summaries_become_level_panels(tmp_path):
+    levels: list = []
+    docs = plot_curves.load([str(DATA / "ttl_go1_rough_2026-12-01.json")])
+    curves, scaling, _ = plot_curves.collect(docs, {}, [], "time_s", [], levels)
+    assert not curves and not scaling
+    (doc,) = levels
+    entry = doc["tasks"]["go1-velocity-rough"]
+    # docs/benchmarks/rough-terrain.md: MJLab's level where its run ended, UniLab seed 0's time
+    assert entry["reference"]["time_s"] == pytest.approx(360.5, abs=0.1)
+    assert entry["reference"]["terrain_level"] == pytest.approx(0.0736, abs=1e-4)
+    by_seed = {(r["side"], r["seed"]): r for r in entry["runs"]}
+    assert by_seed[("unilab", 0)]["time_to_reference_s"] == pytest.approx(181.1, abs=0.1)
+    assert by_seed[("unilab", 1)]["time_to_reference_s"] is None
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return
+    assert plot_curves.plot_levels(plt, levels, str(tmp_path / "levels.png"))
+    assert (tmp_path / "levels.png").stat().st_size > 0

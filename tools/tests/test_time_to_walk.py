@@ -3,6 +3,8 @@
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tools" / "bench"))
 import bench_time_to_walk as ttw  # noqa: E402
@@ -47,7 +49,7 @@ def test_unilab_checkpoints_take_the_times_of_their_iterations(tmp_path):
     doc = {
         "kind": "time_to_threshold",
         "args": {"run_dir": str(tmp_path), "name": "runA", "algo": "ppo"},
-        "config": {"task": "go1-velocity-flat", "runner": {"seed": 1}},
+        "config": {"env": {"task": "go1-velocity-flat"}, "runner": {"seed": 1}},
         "curves": {"ppo go1-velocity-flat, 1gpu": {"points": points}},
     }
     task, seed, got = ttw.unilab_checkpoints(doc)
@@ -93,3 +95,86 @@ def test_a_run_reaches_the_reference_only_when_no_worse_on_all_three_metrics():
     table = ttw.summary([_run("mjlab", [(600, 0.4, 0.5, 0.8)]), run], 600.0)
     rows = table["g1-velocity-flat"]["runs"]
     assert [r["time_to_reference_s"] for r in rows] == [600, 90]
+
+
+def _level_run(side, pts):
+    return {
+        "side": side,
+        "task": "go1-velocity-rough",
+        "label": side,
+        "seed": 0,
+        "source": f"{side}.json",
+        "points": [
+            {"iteration": i, "time_s": t, "env_steps": 1000.0 * i, "terrain_level": lv}
+            for i, (t, lv) in enumerate(pts)
+        ],
+    }
+
+
+def test_level_curves_read_both_sides_runs():
+    mj_iterations = [
+        {"iteration": 0, "wall_s": 401.5, "iteration_s": 1.5, "total_steps": 98304},
+        {"iteration": 1, "wall_s": 403.0, "iteration_s": 1.5, "total_steps": 196608},
+        {"iteration": 2, "wall_s": 404.5, "iteration_s": 1.5, "terrain_level": 2.25},
+    ]
+    mj_iterations[0]["terrain_level"], mj_iterations[1]["terrain_level"] = 2.5, 2.4
+    mj = ttw.level_curve(
+        "mjlab_r.json",
+        {
+            "task": "Mjlab-Velocity-Rough-Unitree-Go1",
+            "args": {"seed": 0},
+            "runs": [{"log_root": "/nowhere", "iterations": mj_iterations}],
+        },
+    )
+    assert (mj["side"], mj["task"], mj["seed"]) == ("mjlab", "go1-velocity-rough", 0)
+    assert [(p["time_s"], p["terrain_level"]) for p in mj["points"]] == [
+        (1.5, 2.5),
+        (3.0, 2.4),
+        (4.5, 2.25),
+    ]
+    points = [
+        {"iteration": 1, "time_s": 0.7, "wall_s": 40.7, "env_steps": 98304.0, "terrain_level": 2.5},
+        {
+            "iteration": 2,
+            "time_s": 1.4,
+            "wall_s": 41.4,
+            "env_steps": 196608.0,
+            "terrain_level": None,
+        },
+    ]
+    ul = ttw.level_curve(
+        "ttt_r.json",
+        {
+            "kind": "time_to_threshold",
+            "args": {"algo": "ppo", "preset": "default"},
+            "config": {"env": {"task": "go1-velocity-rough"}, "runner": {"seed": 1}},
+            "curves": {"ppo go1-velocity-rough, 1gpu": {"points": points}},
+        },
+    )
+    assert (ul["label"], ul["seed"]) == ("UniLab ppo (default)", 1)
+    assert [p["iteration"] for p in ul["points"]] == [1]  # a point without a level is left out
+    with pytest.raises(SystemExit, match="no terrain level"):
+        ttw.level_curve("ttt_flat.json", {**_flat_ttt(), "curves": {"c": {"points": points[1:]}}})
+
+
+def _flat_ttt():
+    return {
+        "kind": "time_to_threshold",
+        "args": {"algo": "ppo"},
+        "config": {"env": {"task": "go1-velocity-flat"}, "runner": {"seed": 0}},
+    }
+
+
+def test_a_run_reaches_a_level_only_after_its_lowest_point():
+    # the levels start spread (mean 2.5) and fall before the policy walks: the start does not
+    # count as reaching MJLab's level
+    run = _level_run("unilab", [(1, 2.5), (50, 0.2), (100, 0.01), (150, 0.05), (200, 0.3)])
+    assert ttw.time_to_level(run, 0.1) == 200
+    assert ttw.time_to_level(run, 0.05) == 150
+    assert ttw.time_to_level(run, 1.0) is None
+    mj = _level_run("mjlab", [(1, 2.5), (300, 0.0), (590, 0.08), (650, 0.4)])
+    table = ttw.level_summary([mj, run], 600.0)
+    entry = table["tasks"]["go1-velocity-rough"]
+    assert entry["reference"]["terrain_level"] == 0.08 and entry["reference"]["time_s"] == 590
+    assert [r["time_to_reference_s"] for r in entry["runs"]] == [590, 200]
+    assert table["kind"] == "terrain_levels" and entry["runs"][1]["last"]["terrain_level"] == 0.3
