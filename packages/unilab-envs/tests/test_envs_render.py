@@ -96,6 +96,34 @@ def _scenario_frames() -> dict:
     return out
 
 
+def _scenario_rough() -> dict:
+    """World 0 of a rough task: the terrain's geoms are in the frame (hidden, the frame changes)."""
+    import mujoco
+    import numpy as np
+
+    import unilab_envs
+    from unilab_envs.render import Renderer
+
+    terrain = {"num_rows": 2, "tile_size": (4.0, 4.0), "border_width": 1.0}
+    env = unilab_envs.make("go1-velocity-rough", num_envs=2, device="cpu", terrain=terrain)
+    env.reset()
+    out: dict = {}
+    with Renderer(env, width=160, height=120) as r:
+        shown = r.frame(0).astype(np.int64)
+        scene = r._renderer.scene
+        kinds = {int(scene.geoms[i].type) for i in range(scene.ngeom)}
+        out["scene_has_hfield"] = int(mujoco.mjtGeom.mjGEOM_HFIELD) in kinds
+        # the terrain: the geoms welded to the world body
+        statics = np.flatnonzero(r.mjm.body_weldid[r.mjm.geom_bodyid] == 0)
+        out["terrain_geoms"] = int(statics.size)
+        r.mjm.geom_rgba[statics, 3] = 0.0
+        hidden = r.frame(0).astype(np.int64)
+    out["nonblank"] = int(shown.max() - shown.min())
+    out["terrain_pixels"] = int((shown != hidden).any(axis=2).sum())
+    out["pixels"] = int(shown.shape[0] * shown.shape[1])
+    return out
+
+
 def _scenario_unavailable() -> dict:
     import unilab_envs
     from unilab_envs.render import Renderer, RendererUnavailableError
@@ -143,6 +171,21 @@ def test_default_camera_tracks_floating_base(frames):
     tracking, fixed = frames["tracking_mean_abs_diff"], frames["fixed_mean_abs_diff"]
     assert fixed > 10.0
     assert tracking < 0.1 * fixed
+
+
+def test_a_rough_task_renders_its_terrain():
+    from unilab_envs.testing import mjlab_robot
+
+    if not offscreen_gl_available("osmesa") and not render_tests_required():
+        pytest.skip("no offscreen OpenGL (MUJOCO_GL=osmesa): apt-get install -y libosmesa6")
+    mjlab_robot("go1")  # skip (or fail) with the reason when no go1.xml is found
+    res = _run_script("rough", "osmesa")
+    assert res["scene_has_hfield"] is True  # the random-rough tiles
+    assert res["terrain_geoms"] > 10  # the 2-row grid: heightfields, stair and box tiles, border
+    assert res["nonblank"] > 50
+    # hiding the terrain changes much of the frame: what the camera sees around the robot is
+    # the terrain
+    assert res["terrain_pixels"] > 0.3 * res["pixels"], res
 
 
 def test_no_working_backend_raises_runtime_error_with_fix():
@@ -201,5 +244,9 @@ if __name__ == "__main__":
     import torch
 
     torch.set_num_threads(1)
-    scenario = {"frames": _scenario_frames, "unavailable": _scenario_unavailable}[sys.argv[1]]
+    scenario = {
+        "frames": _scenario_frames,
+        "rough": _scenario_rough,
+        "unavailable": _scenario_unavailable,
+    }[sys.argv[1]]
     print("RESULT " + json.dumps(scenario()), flush=True)
