@@ -22,8 +22,9 @@ Parsed from rsl_rl's log (rank 0; on 2 GPUs torchrunx forwards it with a prefix)
 time), i.e. total over GPUs), "Collection time", "Learning time", "Iteration time", "Mean reward"
 (mean over rsl_rl's last-100-episodes buffer), "Total steps", on the rough tasks
 "Curriculum/terrain_levels/mean" (`terrain_level`: the mean terrain level over the iteration's
-resets), and the wall-clock since launch when the iteration's line arrived. Reported: median steps/s over all iterations (the benchmarks README's
-reference points) and over the iterations after `--warmup`, and weak-scaling efficiency.
+resets), and the wall-clock since launch when the iteration's line arrived. Reported: median
+steps/s over all iterations (the benchmarks README's reference points) and over the
+iterations after `--warmup`, and weak-scaling efficiency.
 Writes `$OUT/mjlab_<name>.json` after every run (and the raw log `$OUT/mjlab_<name>_g<W>_n<N>.log`);
 prints progress and a table last.
 """

@@ -247,6 +247,10 @@ def summary(runs: list[dict], at_s: float) -> dict:
     return out
 
 
+def _runs(n: int) -> str:
+    return f"{n} run" if n == 1 else f"{n} runs"
+
+
 def print_summary(table: dict) -> None:
     for task, entry in table.items():
         ref = entry["reference"]
@@ -255,7 +259,7 @@ def print_summary(table: dict) -> None:
             print(f"  no MJLab run with a checkpoint before {entry['reference_at_s']:.0f} s")
         else:
             print(
-                f"  MJLab reference ({ref['runs']} run{'' if ref['runs'] == 1 else 's'}, checkpoints near "
+                f"  MJLab reference ({_runs(ref['runs'])}, checkpoints near "
                 f"{ref['time_s']:.0f} s): lin {ref['lin_vel_error']:.4f} m/s, yaw "
                 f"{ref['yaw_rate_error']:.4f} rad/s, time-limit {ref['time_limit_fraction']:.3f}"
             )
@@ -284,12 +288,8 @@ def level_curve(path: str, doc: dict) -> dict:
         ]
     elif "runs" in doc and doc.get("task") in MJLAB_TASKS:
         by_it, t0 = _mjlab_clock(doc)
-        side, task, seed, label = (
-            "mjlab",
-            MJLAB_TASKS[doc["task"]],
-            doc["args"].get("seed"),
-            ("MJLab + RSL-RL"),
-        )
+        side, task, seed = "mjlab", MJLAB_TASKS[doc["task"]], doc["args"].get("seed")
+        label = "MJLab + RSL-RL"
         rows = [
             {
                 "iteration": i,
@@ -358,7 +358,7 @@ def print_level_summary(table: dict) -> None:
             print("  no MJLab run")
         else:
             print(
-                f"  MJLab reference ({ref['runs']} run{'' if ref['runs'] == 1 else 's'}, at {ref['time_s']:.0f} s of training): "
+                f"  MJLab reference ({_runs(ref['runs'])}, at {ref['time_s']:.0f} s of training): "
                 f"{ref['terrain_level']:.4f}"
             )
         for row in entry["runs"]:

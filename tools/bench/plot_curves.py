@@ -35,7 +35,7 @@ skipped). Writes, into `--out` (default $OUT, else docs/benchmarks):
                          (linear-velocity error, yaw-rate error, time-limit fraction) against
                          seconds of training, every run a line (MJLab's and UniLab's);
   `<prefix>levels.png`    the rough tasks' mean terrain level against seconds of training, one
-                         panel per task, every run a line, MJLab's reference level dashed;
+                         panel per task, every run a line, MJLab's reference level dotted;
   `<prefix>efficiency.png` weak-scaling efficiency by GPU count (PPO end to end:
                          rate(W) / (W x rate(1)); FastSAC learner with a fixed batch per rank:
                          updates/s(W) / updates/s(1)), the 97% target dashed.
