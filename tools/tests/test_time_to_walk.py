@@ -1,5 +1,6 @@
 """bench_time_to_walk.py: checkpoint times of both sides' runs and the reference rule."""
 
+import json
 import sys
 from pathlib import Path
 
@@ -178,3 +179,21 @@ def test_a_run_reaches_a_level_only_after_its_lowest_point():
     assert entry["reference"]["terrain_level"] == 0.08 and entry["reference"]["time_s"] == 590
     assert [r["time_to_reference_s"] for r in entry["runs"]] == [590, 200]
     assert table["kind"] == "terrain_levels" and entry["runs"][1]["last"]["terrain_level"] == 0.3
+
+
+def test_level_curves_of_recorded_runs_name_their_task_and_seed():
+    # the files as the scripts wrote them (docs/benchmarks/rough-terrain.md): a change of the
+    # config's layout or of the parsed fields shows here
+    data = ROOT / "docs" / "benchmarks" / "data"
+    runs = {}
+    for name in ("mjlab_go1_rough_s0", "ttt_unilab_go1_rough_s0", "ttt_unilab_go1_rough_s1"):
+        path = data / f"{name}_2026-12-01.json"
+        runs[name] = ttw.level_curve(str(path), json.loads(path.read_text()))
+    assert {(r["side"], r["task"], r["seed"]) for r in runs.values()} == {
+        ("mjlab", "go1-velocity-rough", 0),
+        ("unilab", "go1-velocity-rough", 0),
+        ("unilab", "go1-velocity-rough", 1),
+    }
+    for r in runs.values():  # the levels start spread over rows 0-5 (mean about 2.5)
+        assert 2.3 < r["points"][0]["terrain_level"] < 2.6
+    assert len(runs["mjlab_go1_rough_s0"]["points"]) == 247
