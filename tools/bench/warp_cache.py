@@ -4,8 +4,8 @@
     python3 tools/bench/warp_cache.py unpack SRC [--cache ~/.cache/warp]
 
 A fresh machine compiles every kernel a run launches before its first iteration: on one H200,
-264 s for UniLab's `go1-velocity-rough` and 413 s for MJLab's rough Go1 (docs/benchmarks/
-rough-terrain.md), against 39 s for UniLab's with the cache warm. Warp keeps what it compiled
+260 s for UniLab's `go1-velocity-rough` and 409 s for MJLab's rough Go1 (docs/benchmarks/
+rough-terrain.md), against 38 s for UniLab's with the cache warm. Warp keeps what it compiled
 in its kernel cache (`~/.cache/warp/<warp version>/<module>_<hash>/`: the binary for the
 device's architecture and its metadata) and compiles a module again only when its binary is
 missing, so a cache made on a machine with the same GPU architecture and warp version spares
