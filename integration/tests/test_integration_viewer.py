@@ -27,6 +27,7 @@ import pytest
 from _untrained_checkpoint import write_untrained_cartpole_run
 
 from unilab_integration.cli import main
+from unilab_launch.testing import terminal_signals
 
 CHROMIUM = "/usr/bin/chromium"
 
@@ -170,7 +171,14 @@ def test_viewer_renders_a_moving_scene_in_headless_chromium(checkpoint):
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     cmd = [sys.executable, "-m", "unilab_integration.cli", "play", str(checkpoint)]
     cmd += ["--viewer", "--port", "0", "--num-envs", "2"]
-    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        cmd,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=terminal_signals,  # the test stops it with a Ctrl-C
+    )
     try:
         url = None
         for line in proc.stdout:

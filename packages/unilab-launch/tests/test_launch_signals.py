@@ -20,6 +20,7 @@ import pytest
 
 from unilab_launch import WorkerFailedError, launch
 from unilab_launch._proc import process_start_ticks
+from unilab_launch.testing import terminal_signals
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(90)]
 
@@ -141,6 +142,7 @@ def _cli(log_dir: Path) -> subprocess.Popen:
         stderr=subprocess.PIPE,
         text=True,
         start_new_session=True,  # its own process group, as a shell gives a command
+        preexec_fn=terminal_signals,  # Ctrl-C's default, however pytest was started
     )
 
 

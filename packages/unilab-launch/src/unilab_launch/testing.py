@@ -1,10 +1,11 @@
-"""Test helpers: a faked SLURM allocation for `hosts="slurm"` on one machine, and the modules
-that a console command imports.
+"""Test helpers: a faked SLURM allocation for `hosts="slurm"` on one machine, the modules
+that a console command imports, and a terminal's signal dispositions for a child process.
 
     env = fake_slurm_env(tmp_path, ["localhost"])
     subprocess.run(["unilab-launch", "--hosts", "slurm", "--cpu-workers", "2", ...], env=env)
     run = run_console_script("unilab-launch", ["--help"], watch=("torch",))
     assert run.code == 0 and run.imported == []
+    proc = subprocess.Popen(cmd, preexec_fn=terminal_signals)  # then send it a Ctrl-C
 
 Importing this module imports nothing heavy.
 """
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import stat
 import subprocess
 import sys
@@ -22,7 +24,7 @@ from typing import Any
 
 import attrs
 
-__all__ = ["ScriptRun", "fake_slurm_env", "run_console_script"]
+__all__ = ["ScriptRun", "fake_slurm_env", "run_console_script", "terminal_signals"]
 
 _SCONTROL = """#!/bin/sh
 # fake scontrol (unilab_launch.testing): records its arguments, answers `show hostnames`
@@ -31,6 +33,16 @@ echo "$*" >> "{log}"
 [ "$1 $2" = "show hostnames" ] || {{ echo "fake scontrol: unsupported: $*" >&2; exit 1; }}
 echo "$SLURM_JOB_NODELIST" | tr ',' '\\n'
 """
+
+
+def terminal_signals() -> None:
+    """`preexec_fn` for a child that a test stops as a terminal would (Ctrl-C, SIGTERM): their
+    default dispositions, as a command typed in a shell gets them. A test runner started in the
+    background of a non-interactive shell inherits SIGINT and SIGQUIT ignored, and Python
+    installs its Ctrl-C handler only where SIGINT is not ignored: without this, such a run
+    would test a process that cannot be interrupted."""
+    for sig in (signal.SIGINT, signal.SIGQUIT, signal.SIGTERM):
+        signal.signal(sig, signal.SIG_DFL)
 
 
 def fake_slurm_env(
