@@ -189,3 +189,21 @@ def test_launch_successful_run_logs_no_errors(tmp_path: Path) -> None:
         assert f" INFO rank {rank} prints\n" in text
     for path in log_dir.glob("*.log"):  # workers and agent, shutdown included
         assert " ERROR " not in path.read_text(), path.name
+
+
+def test_terminal_signals_undo_an_inherited_ignored_ctrl_c():
+    # pytest started as a background job of a script: SIGINT ignored, and inherited so
+    probe = "import signal; print(signal.getsignal(signal.SIGINT) is signal.SIG_IGN)"
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        inherited = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
+        restored = subprocess.run(
+            [sys.executable, "-c", probe],
+            capture_output=True,
+            text=True,
+            preexec_fn=terminal_signals,
+        )
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    assert inherited.stdout.strip() == "True"
+    assert restored.stdout.strip() == "False"  # Python's Ctrl-C handler is installed
