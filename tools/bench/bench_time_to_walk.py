@@ -115,12 +115,18 @@ def mjlab_checkpoints(doc: dict) -> tuple[str, int | None, list[dict]]:
     return task, seed, sorted(points, key=lambda p: p["iteration"])
 
 
+def _training_curve(doc: dict) -> dict:
+    """A bench_time_to_threshold.py run's training curve (not its deterministic evaluations)."""
+    (curve,) = [c for label, c in doc["curves"].items() if "deterministic" not in label][:1]
+    return curve
+
+
 def unilab_checkpoints(doc: dict) -> tuple[str, int | None, list[dict]]:
     """The same for a bench_time_to_threshold.py run (its checkpoints kept in the run folder)."""
     args = doc["args"]
     if not args.get("run_dir"):
         raise SystemExit(f"{args['name']}: the run had no --run-dir, its checkpoints are gone")
-    (curve,) = [c for label, c in doc["curves"].items() if "deterministic" not in label][:1]
+    curve = _training_curve(doc)
     by_it = {p["iteration"]: p for p in curve["points"]}
     folder = Path(args["run_dir"]) / args["name"] / "checkpoints"
     points = []
@@ -279,7 +285,7 @@ def level_curve(path: str, doc: dict) -> dict:
     """A training run's mean terrain level per iteration: {side, task, label, seed, source,
     points: [{iteration, time_s, wall_s, env_steps, terrain_level}]}."""
     if doc.get("kind") == "time_to_threshold":
-        (curve,) = [c for label, c in doc["curves"].items() if "deterministic" not in label][:1]
+        curve = _training_curve(doc)
         side, task, seed = "unilab", doc["config"]["env"]["task"], doc["config"]["runner"]["seed"]
         label = f"UniLab {doc['args']['algo']} ({doc['args'].get('preset', 'default')})"
         rows = [
