@@ -121,6 +121,21 @@ def _training_curve(doc: dict) -> dict:
     return curve
 
 
+# `--set` keys that every run of a comparison sets alike: not part of a run's label
+_COMMON_SETS = ("runner.seed", "runner.matmul_precision")
+
+
+def unilab_label(doc: dict) -> str:
+    """A bench_time_to_threshold.py run's label: algorithm and preset, then what the run set
+    apart from them (an env count other than the task's, `--set` keys other than the seed and
+    the matmul precision), so that variants of one preset are drawn and summarized apart."""
+    args = doc["args"]
+    extra = [f"{args['num_envs']} envs"] if args.get("num_envs") else []
+    extra += [s for s in args.get("set") or [] if s.split("=", 1)[0] not in _COMMON_SETS]
+    label = f"UniLab {args['algo']} ({args.get('preset', 'default')})"
+    return f"{label}, {', '.join(extra)}" if extra else label
+
+
 def unilab_checkpoints(doc: dict) -> tuple[str, int | None, list[dict]]:
     """The same for a bench_time_to_threshold.py run (its checkpoints kept in the run folder)."""
     args = doc["args"]
@@ -158,8 +173,7 @@ def evaluate_run(path: str, args) -> dict:
         doc = json.load(f)
     if doc.get("kind") == "time_to_threshold":
         side, (task, seed, checkpoints) = "unilab", unilab_checkpoints(doc)
-        preset = doc["args"].get("preset", "default")
-        label = f"UniLab {doc['args']['algo']} ({preset})"
+        label = unilab_label(doc)
     elif "runs" in doc and doc.get("task") in MJLAB_TASKS:
         side, (task, seed, checkpoints) = "mjlab", mjlab_checkpoints(doc)
         label = "MJLab + RSL-RL"
@@ -287,7 +301,7 @@ def level_curve(path: str, doc: dict) -> dict:
     if doc.get("kind") == "time_to_threshold":
         curve = _training_curve(doc)
         side, task, seed = "unilab", doc["config"]["env"]["task"], doc["config"]["runner"]["seed"]
-        label = f"UniLab {doc['args']['algo']} ({doc['args'].get('preset', 'default')})"
+        label = unilab_label(doc)
         rows = [
             {k: p.get(k) for k in ("iteration", "time_s", "wall_s", "env_steps", "terrain_level")}
             for p in curve["points"]

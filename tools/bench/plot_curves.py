@@ -256,7 +256,7 @@ def plot_tracking(plt, tracking, path: str) -> bool:
     tasks = sorted({task for task, _, pts in tracking if pts})
     if not tasks:
         return False
-    fig, axes = plt.subplots(len(tasks), 3, figsize=(16, 4 * len(tasks)), squeeze=False)
+    fig, axes = plt.subplots(len(tasks), 3, figsize=(21, 4 * len(tasks)), squeeze=False)
     for row, task in zip(axes, tasks, strict=True):
         for ax, (key, title) in zip(row, TRACKING, strict=True):
             for t, label, pts in tracking:
@@ -273,7 +273,8 @@ def plot_tracking(plt, tracking, path: str) -> bool:
             ax.set_title(f"{task}: {title}")
             ax.set_xlabel("seconds of training (from the first iteration)")
             ax.grid(alpha=0.3)
-            ax.legend(fontsize=8)
+        # one legend per robot, beside its row: the runs are the same in its three panels
+        row[-1].legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.02, 1.0))
     return _save(plt, fig, path)
 
 

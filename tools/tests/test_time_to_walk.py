@@ -197,3 +197,16 @@ def test_level_curves_of_recorded_runs_name_their_task_and_seed():
     for r in runs.values():  # the levels start spread over rows 0-5 (mean about 2.5)
         assert 2.3 < r["points"][0]["terrain_level"] < 2.6
     assert len(runs["mjlab_go1_rough_s0"]["points"]) == 247
+
+
+def test_a_unilab_runs_label_names_what_it_set_apart_from_its_preset():
+    def label(**args):
+        return ttw.unilab_label({"args": {"algo": "ppo", "preset": "default", **args}})
+
+    assert label() == "UniLab ppo (default)"
+    # the seed and the matmul precision are set alike in every run of a comparison
+    assert label(set=["runner.seed=1", "runner.matmul_precision=high"]) == "UniLab ppo (default)"
+    assert (
+        label(num_envs=16384, set=["runner.seed=0", "algo.grad_clip=separate"])
+        == "UniLab ppo (default), 16384 envs, algo.grad_clip=separate"
+    )
