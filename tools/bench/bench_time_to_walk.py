@@ -127,7 +127,7 @@ _COMMON_SETS = ("runner.seed", "runner.matmul_precision")
 
 def unilab_label(doc: dict) -> str:
     """A bench_time_to_threshold.py run's label: algorithm and preset, then what the run set
-    apart from them (an env count other than the task's, `--set` keys other than the seed and
+    apart from them (an env count given with `--num-envs`, `--set` keys other than the seed and
     the matmul precision), so that variants of one preset are drawn and summarized apart."""
     args = doc["args"]
     extra = [f"{args['num_envs']} envs"] if args.get("num_envs") else []
