@@ -203,6 +203,17 @@ def _save(plt, fig, path: str) -> bool:
     return True
 
 
+def within_reach(threshold: float, ys: list[float]) -> bool:
+    """Whether a threshold line belongs on a panel whose curves span `ys`: at most one span of
+    the curves beyond them. A run trained to its cap (`--threshold 1e30 --keep-going`) has a
+    threshold that no return reaches; drawn, it would squash the curves into one flat line."""
+    if not ys:
+        return False
+    lo, hi = min(ys), max(ys)
+    span = max(hi - lo, abs(hi), 1e-9)
+    return lo - span <= threshold <= hi + span
+
+
 def plot_curves(plt, curves, path: str, marks: dict | None = None, x: str = "time_s") -> bool:
     panels = {k: v for k, v in curves.items() if any(v.values())}
     if not panels:
@@ -213,7 +224,10 @@ def plot_curves(plt, curves, path: str, marks: dict | None = None, x: str = "tim
             if pts:
                 ax.plot([p[0] for p in pts], [p[1] for p in pts], label=label)
         panel_marks = (marks or {}).get(panel, [])
+        ys = [p[1] for pts in lines.values() for p in pts]
         for threshold in sorted({m[0] for m in panel_marks}):
+            if not within_reach(threshold, ys):
+                continue
             reached = [(t, lab) for th, t, lab in panel_marks if th == threshold and t is not None]
             ax.axhline(threshold, color="gray", linestyle="--", linewidth=1)
             ax.annotate(

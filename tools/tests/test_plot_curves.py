@@ -65,6 +65,8 @@ def test_env_steps_axis_keeps_only_the_time_to_threshold_runs():
         "UniLab ppo on quadruped-velocity",
         "UniLab fastsac on humanoid-velocity",
         "UniLab ppo on go1-velocity-rough",
+        "UniLab ppo on go1-velocity-flat",
+        "UniLab fastsac on go1-velocity-flat",
     }
     assert everything[1] == [] and everything[2] == []
 
@@ -129,3 +131,13 @@ def test_terrain_level_summaries_become_level_panels(tmp_path):
         return
     assert plot_curves.plot_levels(plt, levels, str(tmp_path / "levels.png"))
     assert (tmp_path / "levels.png").stat().st_size > 0
+
+
+def test_a_threshold_far_beyond_the_curves_is_not_drawn():
+    returns = [2.0, 40.0, 88.0]
+    assert plot_curves.within_reach(90.0, returns)  # just above: drawn, "not reached"
+    assert plot_curves.within_reach(150.0, returns)
+    assert not plot_curves.within_reach(1e30, returns)  # trained to the cap: no threshold
+    assert not plot_curves.within_reach(-500.0, returns)
+    assert plot_curves.within_reach(-1.0, [-5.0, -2.0])  # all-negative returns
+    assert not plot_curves.within_reach(0.0, [])
