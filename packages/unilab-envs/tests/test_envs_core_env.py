@@ -193,7 +193,10 @@ def test_solver_iteration_limits_are_not_capacity_overflows():
     for _ in range(2):
         wp.to_torch(env.ctx.data.overflow)[1] = limit
         env.step(torch.zeros(N, 1))
-    with pytest.warns(RuntimeWarning, match=r"1 of 6 worlds .* iteration limit .*\[1\]"):
+    opt = env.mjm.opt
+    said = rf"1 of 6 worlds .* iteration limit \(opt.iterations={opt.iterations}, "
+    said += rf"opt.ls_iterations={opt.ls_iterations}; first worlds \[1\]\)"
+    with pytest.warns(RuntimeWarning, match=said):
         assert env.check_overflow() == 0  # no raise: nothing was dropped
     wp.to_torch(env.ctx.data.overflow)[1] = limit
     env.step(torch.zeros(N, 1))

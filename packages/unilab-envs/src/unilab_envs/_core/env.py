@@ -467,10 +467,14 @@ class VecEnv:
         limited = np.flatnonzero(bits & _SOLVER_LIMITS)
         if limited.size and not self._solver_limit_reported:
             self._solver_limit_reported = True
+            opt = self.mjm.opt
             warnings.warn(
                 f"{limited.size} of {self.num_envs} worlds of task {self.task.spec.name!r} hit "
-                "the constraint solver's iteration limit (first worlds "
-                f"{limited[:5].tolist()}); their steps are less converged. Reported once.",
+                f"the constraint solver's iteration limit (opt.iterations={opt.iterations}, "
+                f"opt.ls_iterations={opt.ls_iterations}; first worlds {limited[:5].tolist()}): "
+                "their steps ended short of the solver's tolerance. Tasks that keep the solver's "
+                "budget small for speed hit it routinely (MJLab's do); a task that needs tighter "
+                "contacts raises the limits in its model. Reported once.",
                 RuntimeWarning,
                 stacklevel=2,
             )
