@@ -23,7 +23,9 @@ reach the time limit, and the mean return. Each checkpoint's point carries the w
 training iteration that wrote it: `time_s` from the start of the first training iteration (setup
 and compilation excluded, both sides alike) and `wall_s` from the launch. Writes
 `$OUT/ttw_<name>.json` per run ({"kind": "time_to_walk", "side", "task", "label", "seed",
-"source", "points": [...]}) and prints a line per checkpoint.
+"source", "checkpoints": how many the run has, "points": [...]}), rewritten after every
+checkpoint (a lease that ends mid-evaluation keeps the points done), and prints a line per
+checkpoint.
 
 `summary` takes the MJLab runs of a task as the reference: the mean over its seeds of the
 metrics of each run's last checkpoint at or before `--reference-s` seconds of training. A UniLab
@@ -180,7 +182,21 @@ def evaluate_run(path: str, args) -> dict:
     else:
         raise SystemExit(f"{path}: neither a bench_mjlab.py nor a bench_time_to_threshold.py run")
     print(f"{path}: {label}, {task}, seed {seed}, {len(checkpoints)} checkpoints", flush=True)
-    points = []
+    name = Path(path).stem.removeprefix("mjlab_").removeprefix("ttt_")
+    points: list[dict] = []
+    out = {
+        "kind": "time_to_walk",
+        "side": side,
+        "task": task,
+        "label": label,
+        "seed": seed,
+        "name": name,
+        "source": os.path.basename(path),
+        "evaluator": {"num_envs": args.num_envs, "seed": args.seed, "device": args.device},
+        "checkpoints": len(checkpoints),
+        "points": points,
+    }
+    dest = Path(os.environ.get("OUT") or ".") / f"ttw_{name}.json"
     for c in checkpoints:
         t = time.perf_counter()
         ckpt = load_policy_checkpoint(c["path"], task=task if side == "mjlab" else None)
@@ -194,22 +210,16 @@ def evaluate_run(path: str, args) -> dict:
             f"({point['eval_s']:.1f} s)",
             flush=True,
         )
-    name = Path(path).stem.removeprefix("mjlab_").removeprefix("ttt_")
-    out = {
-        "kind": "time_to_walk",
-        "side": side,
-        "task": task,
-        "label": label,
-        "seed": seed,
-        "name": name,
-        "source": os.path.basename(path),
-        "evaluator": {"num_envs": args.num_envs, "seed": args.seed, "device": args.device},
-        "points": points,
-    }
-    out_dir = os.environ.get("OUT") or "."
-    with open(os.path.join(out_dir, f"ttw_{name}.json"), "w") as f:
-        json.dump(out, f, indent=1)
+        _write_atomic(dest, out)  # after every checkpoint: an interrupted run keeps its points
+    if not checkpoints:
+        _write_atomic(dest, out)
     return out
+
+
+def _write_atomic(dest: Path, doc: dict) -> None:
+    tmp = dest.with_name(dest.name + ".tmp")
+    tmp.write_text(json.dumps(doc, indent=1))
+    os.replace(tmp, dest)
 
 
 def reference(runs: list[dict], at_s: float, keys: tuple[str, ...] = METRICS) -> dict | None:

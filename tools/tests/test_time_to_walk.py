@@ -210,3 +210,65 @@ def test_a_unilab_runs_label_names_what_it_set_apart_from_its_preset():
         label(num_envs=16384, set=["runner.seed=0", "algo.grad_clip=separate"])
         == "UniLab ppo (default), 16384 envs, algo.grad_clip=separate"
     )
+
+
+def test_evaluation_is_written_after_every_checkpoint(tmp_path, monkeypatch):
+    """A lease that ends while a run's checkpoints are evaluated keeps the points done."""
+    import types
+    from argparse import Namespace
+
+    ckpts = tmp_path / "runB" / "checkpoints"
+    ckpts.mkdir(parents=True)
+    for it in (10, 20, 30):
+        (ckpts / f"ckpt_{it:06d}.pt").write_bytes(b"")
+    doc = {
+        "kind": "time_to_threshold",
+        "args": {"run_dir": str(tmp_path), "name": "runB", "algo": "fastsac", "set": []},
+        "config": {"env": {"task": "go1-velocity-flat"}, "runner": {"seed": 2}},
+        "curves": {
+            "fastsac go1-velocity-flat, 1gpu": {
+                "points": [
+                    {"iteration": i, "wall_s": 30.0 + i, "time_s": float(i), "env_steps": 9.0 * i}
+                    for i in range(1, 31)
+                ]
+            }
+        },
+    }
+    src = tmp_path / "ttt_runB.json"
+    src.write_text(json.dumps(doc))
+    out = tmp_path / "out"
+    out.mkdir()
+    monkeypatch.setenv("OUT", str(out))
+    seen = []
+
+    def evaluate_tracking(ckpt, **kw):
+        seen.append(ckpt)
+        if len(seen) == 3:
+            # the third checkpoint: the two before it are on disk already
+            on_disk = json.loads((out / "ttw_runB.json").read_text())
+            assert [p["iteration"] for p in on_disk["points"]] == [10, 20]
+            raise KeyboardInterrupt  # the lease ends here
+        return types.SimpleNamespace(
+            lin_vel_error=1.0 / len(seen),
+            yaw_rate_error=0.1,
+            time_limit_fraction=0.5,
+            mean_return=3.0,
+            episodes=16,
+        )
+
+    fakes = {
+        "unilab_integration._mjlab_checkpoint": {"load_policy_checkpoint": lambda p, task: p},
+        "unilab_integration._tracking": {"evaluate_tracking": evaluate_tracking},
+        "unilab_integration._train": {"_quiet_warp": lambda: None},
+    }
+    for name, attrs_ in fakes.items():
+        module = types.ModuleType(name)
+        module.__dict__.update(attrs_)
+        monkeypatch.setitem(sys.modules, name, module)
+    args = Namespace(num_envs=16, seed=5, device="cpu")
+    with pytest.raises(KeyboardInterrupt):
+        ttw.evaluate_run(str(src), args)
+    kept = json.loads((out / "ttw_runB.json").read_text())
+    assert kept["checkpoints"] == 3 and kept["seed"] == 2 and kept["side"] == "unilab"
+    assert [(p["iteration"], p["lin_vel_error"]) for p in kept["points"]] == [(10, 1.0), (20, 0.5)]
+    assert not list(out.glob("*.tmp"))
