@@ -58,6 +58,9 @@ import sys
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from benchlib import write_json, write_json_file
+
 ROOT = Path(__file__).resolve().parents[2]
 for _src in reversed(
     [str(p) for p in sorted((ROOT / "packages").glob("*/src"))]
@@ -210,16 +213,10 @@ def evaluate_run(path: str, args) -> dict:
             f"({point['eval_s']:.1f} s)",
             flush=True,
         )
-        _write_atomic(dest, out)  # after every checkpoint: an interrupted run keeps its points
+        write_json_file(dest, out)  # after every checkpoint: an interrupted run keeps its points
     if not checkpoints:
-        _write_atomic(dest, out)
+        write_json_file(dest, out)
     return out
-
-
-def _write_atomic(dest: Path, doc: dict) -> None:
-    tmp = dest.with_name(dest.name + ".tmp")
-    tmp.write_text(json.dumps(doc, indent=1))
-    os.replace(tmp, dest)
 
 
 def reference(runs: list[dict], at_s: float, keys: tuple[str, ...] = METRICS) -> dict | None:
@@ -406,14 +403,6 @@ def _read(path: str) -> dict:
         return json.load(f)
 
 
-def _write_out(name: str, doc: dict) -> None:
-    """`$OUT/<name>`, when $OUT is set."""
-    out_dir = os.environ.get("OUT")
-    if out_dir:
-        with open(os.path.join(out_dir, name), "w") as f:
-            json.dump(doc, f, indent=1)
-
-
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = ap.add_subparsers(dest="command")
@@ -433,14 +422,14 @@ def main(argv=None) -> None:
         runs = [level_curve(p, _read(p)) for p in args.runs]
         table = level_summary(runs, args.reference_s)
         print_level_summary(table)
-        _write_out("ttl_summary.json", table)
+        write_json("ttl_summary.json", table)
     elif args.command == "evaluate":
         runs = [evaluate_run(p, args) for p in args.runs]
         print_summary(summary(runs, 600.0))
     elif args.command == "summary":
         table = summary([_read(p) for p in args.files], args.reference_s)
         print_summary(table)
-        _write_out("ttw_summary.json", table)
+        write_json("ttw_summary.json", table)
     else:
         ap.print_help()
 

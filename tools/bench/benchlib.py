@@ -182,12 +182,19 @@ def out_dir() -> Path | None:
     return Path(out) if out else None
 
 
+def write_json_file(path: Path, doc: dict[str, Any]) -> Path:
+    """Write `doc` to `path` (indented; non-JSON values as text) through a `.tmp` sibling and
+    a rename: a reader, or a machine that goes away mid-write, never sees half a file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(doc, indent=1, default=str) + "\n")
+    os.replace(tmp, path)
+    return path
+
+
 def write_json(filename: str, doc: dict[str, Any]) -> Path | None:
-    """Write `doc` to `$OUT/filename` (indented; non-JSON values as text); None without $OUT."""
+    """Write `doc` to `$OUT/filename` (as `write_json_file`); None without $OUT."""
     out = out_dir()
     if out is None:
         return None
-    path = out / filename
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(doc, indent=1, default=str) + "\n")
-    return path
+    return write_json_file(out / filename, doc)

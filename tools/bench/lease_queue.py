@@ -22,7 +22,7 @@ state and, last, the tail of `lease.log` without warp's module-load lines. `stop
 to the runner's process group (the runner and the running job: a benchmark stops its own
 children on it), SIGKILL to what is left of it after 60 s, and marks the queue stopped.
 
-Standard library only.
+Standard library only (and `benchlib.py` beside it).
 """
 
 from __future__ import annotations
@@ -36,6 +36,9 @@ import sys
 import tarfile
 import time
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from benchlib import write_json_file
 
 STATE = "queue.json"
 LOG = "lease.log"
@@ -53,9 +56,7 @@ def read_queue(path: Path) -> list[str]:
 
 
 def _write_state(folder: Path, state: dict) -> None:
-    tmp = folder / (STATE + ".tmp")
-    tmp.write_text(json.dumps(state, indent=1))
-    os.replace(tmp, folder / STATE)
+    write_json_file(folder / STATE, state)  # atomic: `poll` may read it at any moment
 
 
 def read_state(folder: Path) -> dict:

@@ -205,8 +205,9 @@ def _save(plt, fig, path: str) -> bool:
 
 def within_reach(threshold: float, ys: list[float]) -> bool:
     """Whether a threshold line belongs on a panel whose curves span `ys`: no farther from them
-    than their span (or their largest magnitude, if larger). A run trained to its cap (`--threshold 1e30 --keep-going`) has a
-    threshold that no return reaches; drawn, it would squash the curves into one flat line."""
+    than their span (or their largest magnitude, if larger). A run trained to its cap
+    (`--threshold 1e30 --keep-going`) has a threshold that no return reaches; drawn, it would
+    squash the curves into one flat line."""
     if not ys:
         return False
     lo, hi = min(ys), max(ys)
