@@ -72,12 +72,13 @@ def start(folder: Path, queue: Path) -> int:
     folder.mkdir(parents=True, exist_ok=True)
     if (folder / STATE).is_file():
         state = read_state(folder)
-        if not state.get("done"):
-            raise SystemExit(
-                f"lease_queue: {folder} has a queue that is not done (pid {state['pid']}); "
-                "`stop` it or use another --dir"
-            )
-        raise SystemExit(f"lease_queue: {folder} holds a finished queue; use another --dir")
+        if state.get("done") or state.get("stopped"):
+            ended = "finished" if state.get("done") else "stopped"
+            raise SystemExit(f"lease_queue: {folder} holds a {ended} queue; use another --dir")
+        raise SystemExit(
+            f"lease_queue: {folder} has a queue that is not done (pid {state['pid']}); "
+            "`stop` it or use another --dir"
+        )
     state = {
         "started": time.time(),
         "pid": None,

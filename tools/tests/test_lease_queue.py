@@ -101,6 +101,8 @@ def test_stop_lets_the_running_job_clean_up_and_leaves_no_process(tmp_path):
     assert state["stopped"] and not state["done"]
     assert [j["rc"] for j in state["jobs"]] == [7, None]
     assert "queue stopped: 1 of 2 jobs ended" in stopped.stdout
+    again = _cli("start", "--dir", str(folder), str(queue))
+    assert again.returncode != 0 and "holds a stopped queue" in again.stderr
 
 
 def test_stop_kills_a_job_that_ignores_sigint(tmp_path):
