@@ -23,7 +23,8 @@ RESULTS are JSON files or folders (every *.json inside, recursively) written by
 Other JSONs are skipped with a note. `--x env_steps` plots the returns of the
 time-to-threshold runs against env steps instead of wall-clock (the fair axis for runs that
 shared a host and slowed each other; the other sources carry no env steps per point and are
-skipped). Writes, into `--out` (default $OUT, else docs/benchmarks):
+skipped), and the time-to-walk checkpoints against the env steps that trained them (how much
+each side learns per sample, apart from its speed). Writes, into `--out` (default $OUT, else docs/benchmarks):
   `<prefix>curves.png`   mean episode return vs wall-clock from the first training iteration
                          (setup and compilation excluded), one panel per source (the returns
                          of UniLab and MJLab are different reward functions: not comparable in
@@ -33,7 +34,8 @@ skipped). Writes, into `--out` (default $OUT, else docs/benchmarks):
   `<prefix>profile.png`  UniLab's profiled iteration split into phases (when profiled);
   `<prefix>tracking.png`  the time-to-walk runs: one row per task, one panel per metric
                          (linear-velocity error, yaw-rate error, time-limit fraction) against
-                         seconds of training, every run a line (MJLab's and UniLab's);
+                         seconds of training (or env steps), every run a line (MJLab's and
+                         UniLab's);
   `<prefix>levels.png`    the rough tasks' mean terrain level against seconds of training, one
                          panel per task, every run a line, MJLab's reference level dotted;
   `<prefix>efficiency.png` weak-scaling efficiency by GPU count (PPO end to end:
@@ -267,7 +269,15 @@ TRACKING = (
 )
 
 
-def plot_tracking(plt, tracking, path: str) -> bool:
+def tracking_axis(x: str) -> tuple[str, float, str]:
+    """(point key, divisor, axis label) of the tracking panels' x axis for `--x`."""
+    if x == "env_steps":
+        return "env_steps", 1e6, "env steps of training (millions)"
+    return "time_s", 1.0, "seconds of training (from the first iteration)"
+
+
+def plot_tracking(plt, tracking, path: str, x: str = "time_s") -> bool:
+    key_x, scale, xlabel = tracking_axis(x)
     tasks = sorted({task for task, _, pts in tracking if pts})
     if not tasks:
         return False
@@ -278,7 +288,7 @@ def plot_tracking(plt, tracking, path: str) -> bool:
                 if t == task and pts:
                     style = "--" if label.startswith("MJLab") else "-"
                     ax.plot(
-                        [p["time_s"] for p in pts],
+                        [p[key_x] / scale for p in pts],
                         [p[key] for p in pts],
                         style,
                         marker="o",
@@ -286,7 +296,7 @@ def plot_tracking(plt, tracking, path: str) -> bool:
                         label=label,
                     )
             ax.set_title(f"{task}: {title}")
-            ax.set_xlabel("seconds of training (from the first iteration)")
+            ax.set_xlabel(xlabel)
             ax.grid(alpha=0.3)
         # one legend per robot, beside its row: the runs are the same in its three panels
         row[-1].legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.02, 1.0))
@@ -441,7 +451,7 @@ def main(argv=None) -> None:
         ("curves", lambda plt_, d, p: plot_curves(plt_, d, p, marks, args.x), curves),
         ("scaling", plot_scaling, scaling),
         ("profile", plot_profile, profiles),
-        ("tracking", plot_tracking, tracking),
+        ("tracking", lambda plt_, d, p: plot_tracking(plt_, d, p, args.x), tracking),
         ("levels", plot_levels, levels),
         ("efficiency", plot_efficiency, efficiencies(scaling, learner)),
     ):

@@ -67,6 +67,7 @@ def test_env_steps_axis_keeps_only_the_time_to_threshold_runs():
         "UniLab ppo on go1-velocity-rough",
         "UniLab ppo on go1-velocity-flat",
         "UniLab fastsac on go1-velocity-flat",
+        "UniLab ppo on g1-velocity-flat",
     }
     assert everything[1] == [] and everything[2] == []
 
@@ -141,3 +142,36 @@ def test_a_threshold_far_beyond_the_curves_is_not_drawn():
     assert not plot_curves.within_reach(-500.0, returns)
     assert plot_curves.within_reach(-1.0, [-5.0, -2.0])  # all-negative returns
     assert not plot_curves.within_reach(0.0, [])
+
+
+def test_tracking_panels_against_env_steps(tmp_path):
+    tracking: list = []
+    docs = plot_curves.load(
+        [
+            str(DATA / "ttw_mjlab_g1_flat_s0_2026-12-04.json"),
+            str(DATA / "ttw_unilab_g1_flat_default_s0_2026-12-04.json"),
+        ]
+    )
+    plot_curves.collect(docs, {}, [], "env_steps", tracking)
+    assert {label for _, label, _ in tracking} == {
+        "MJLab + RSL-RL, seed 0",
+        "UniLab ppo (default), seed 0",
+    }
+    key, scale, label = plot_curves.tracking_axis("env_steps")
+    assert (key, scale) == ("env_steps", 1e6) and "env steps" in label
+    assert plot_curves.tracking_axis("time_s")[0] == "time_s"
+    by_label = {lab: pts for _, lab, pts in tracking}
+    # docs/benchmarks/mjlab-tasks.md: MJLab's G1 checkpoint near 41 M steps, UniLab's near 44 M
+    mj = {round(p[key] / scale): p for p in by_label["MJLab + RSL-RL, seed 0"]}
+    ul = {round(p[key] / scale): p for p in by_label["UniLab ppo (default), seed 0"]}
+    assert mj[41]["lin_vel_error"] == pytest.approx(1.292, abs=1e-3)
+    assert ul[44]["lin_vel_error"] == pytest.approx(1.289, abs=1e-3)
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return
+    assert plot_curves.plot_tracking(plt, tracking, str(tmp_path / "t.png"), "env_steps")
+    assert (tmp_path / "t.png").stat().st_size > 0
