@@ -24,7 +24,8 @@ Other JSONs are skipped with a note. `--x env_steps` plots the returns of the
 time-to-threshold runs against env steps instead of wall-clock (the fair axis for runs that
 shared a host and slowed each other; the other sources carry no env steps per point and are
 skipped), and the time-to-walk checkpoints against the env steps that trained them (how much
-each side learns per sample, apart from its speed). Writes, into `--out` (default $OUT, else docs/benchmarks):
+each side learns per sample, apart from its speed). Writes, into `--out` (default $OUT, else
+docs/benchmarks):
   `<prefix>curves.png`   mean episode return vs wall-clock from the first training iteration
                          (setup and compilation excluded), one panel per source (the returns
                          of UniLab and MJLab are different reward functions: not comparable in
