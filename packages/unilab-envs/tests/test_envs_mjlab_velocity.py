@@ -269,6 +269,38 @@ def test_rough_check_vec_env_and_state_dict_round_trip():
     )
 
 
+def test_broadphase_choice_finds_the_same_contacts():
+    """MuJoCo Warp's sweep-and-prune broadphase against its all-pairs one (its choice for this
+    model) on a rough grid: the same contacts in every world, the same state up to the float
+    rounding of another contact order; an unknown name is refused with the valid ones."""
+    import torch
+
+    import unilab_envs
+
+    mjlab_robot("go1")
+    terrain = {"num_rows": 2, "border_width": 1.0}
+
+    def run(**kw):
+        env = unilab_envs.make("go1-velocity-rough", num_envs=N, seed=5, terrain=terrain, **kw)
+        env.reset()
+        gen = torch.Generator().manual_seed(0)
+        for _ in range(6):
+            env.step(0.5 * torch.randn(N, 12, generator=gen))
+        d = env.ctx.data
+        n = int(d.nacon.numpy()[0])
+        geoms = d.contact.geom.numpy()[:n]
+        found = sorted(zip(d.contact.worldid.numpy()[:n].tolist(), map(tuple, geoms.tolist())))
+        return int(env.ctx.model.opt.broadphase), found, d.qpos.numpy().copy()
+
+    nxn_type, nxn, nxn_qpos = run()
+    sap_type, sap, sap_qpos = run(broadphase="sap_tile")
+    assert (nxn_type, sap_type) == (0, 1)  # mujoco_warp.BroadphaseType NXN, SAP_TILE
+    assert len(nxn) >= N and sap == nxn  # feet on the ground in every world
+    np.testing.assert_allclose(sap_qpos, nxn_qpos, atol=1e-5)
+    with pytest.raises(ValueError, match=r"'sap' is not one of .*nxn, sap_tile, sap_segmented"):
+        unilab_envs.make_task("go1-velocity-flat", broadphase="sap")
+
+
 # ----------------------------------------------------------------------------- G1
 # g1-velocity-flat (MJLab's Mjlab-Velocity-Flat-Unitree-G1) is configuration on the same
 # task; its term-by-term parity is in test_envs_mjlab_parity.py.

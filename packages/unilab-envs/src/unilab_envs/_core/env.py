@@ -167,6 +167,8 @@ class VecEnv:
         batch_sizes.update({name: n for name in spec.model_batch_fields})
         model = mjw.put_model(mjm, batch_sizes=batch_sizes)
         model.opt.warn_overflow = int(model.opt.warn_overflow) & ~_SOLVER_LIMITS
+        if spec.broadphase is not None:
+            model.opt.broadphase = mjw.BroadphaseType[spec.broadphase.upper()]
         data = mjw.make_data(
             mjm, nworld=n, nconmax=spec.capacity.nconmax, njmax=spec.capacity.njmax
         )

@@ -99,6 +99,18 @@ class Capacity:
             raise ValueError(f"Capacity.{attribute.name} must be >= 0 or None, got {value}")
 
 
+BROADPHASES = ("nxn", "sap_tile", "sap_segmented")
+"""MuJoCo Warp's broadphase algorithms (`mujoco_warp.BroadphaseType`), by MJLab's names."""
+
+
+def _broadphase(instance: Any, attribute: attrs.Attribute, value: str | None) -> None:
+    if value is not None and value not in BROADPHASES:
+        raise ValueError(
+            f"{attribute.name} {value!r} is not one of MuJoCo Warp's broadphases: give one of "
+            f"{', '.join(BROADPHASES)}, or None for MuJoCo Warp's own choice"
+        )
+
+
 @attrs.frozen(kw_only=True)
 class TaskSpec:
     """Static description of a task; the env reads it before building anything.
@@ -115,6 +127,11 @@ class TaskSpec:
             they appear as `("log", name)` each step and `("episode", name)` (episode sum)
             at episode end.
         capacity: MJWarp contact / constraint capacity per world.
+        broadphase: MuJoCo Warp's broadphase algorithm, one of `BROADPHASES` ("nxn" tests
+            every geom pair that may collide; "sap_tile" / "sap_segmented" sort and sweep the
+            geoms' bounds), or None for MuJoCo Warp's own choice (`put_model`: "nxn" below
+            250,000 candidate pairs per world). The contacts found are the same; the cost
+            differs with the number of geoms (MJLab's `SimulationCfg.broadphase`).
         forward_after_reset: run `mujoco_warp.forward` after resets (needed when `observe`
             reads derived quantities such as `xpos`, `xquat`, `site_xpos`; not when it reads
             only `qpos`/`qvel`).
@@ -133,6 +150,7 @@ class TaskSpec:
     success_threshold: float
     log_terms: tuple[str, ...] = attrs.field(default=(), converter=tuple)
     capacity: Capacity = attrs.field(factory=Capacity)
+    broadphase: str | None = attrs.field(default=None, validator=_broadphase)
     forward_after_reset: bool = False
     action_bound: float | None = 1.0
     model_batch_fields: tuple[str, ...] = attrs.field(default=(), converter=tuple)

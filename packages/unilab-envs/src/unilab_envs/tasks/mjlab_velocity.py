@@ -273,6 +273,9 @@ class MjlabVelocityConfig:
     ccd_iterations: int | None = None
     nconmax: int | None = None
     njmax: int | None = None
+    # MuJoCo Warp's broadphase (`TaskSpec.broadphase`; None: MuJoCo Warp's choice, as MJLab's
+    # SimulationCfg.broadphase=None)
+    broadphase: str | None = None
 
     @property
     def num_scan(self) -> int:
@@ -334,6 +337,7 @@ class MjlabVelocityTask(Task):
             capacity=Capacity(
                 nconmax=config.nconmax or robot.nconmax, njmax=config.njmax or robot.njmax
             ),
+            broadphase=config.broadphase,
             forward_after_reset=True,
             action_bound=None,
             # geom_friction, body_ipos: the startup draws; the rest is what MJWarp's
