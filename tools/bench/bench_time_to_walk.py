@@ -200,6 +200,7 @@ def evaluate_run(path: str, args) -> dict:
         "points": points,
     }
     dest = Path(os.environ.get("OUT") or ".") / f"ttw_{name}.json"
+    write_json_file(dest, out)  # then after every checkpoint: an interrupted run keeps its points
     for c in checkpoints:
         t = time.perf_counter()
         ckpt = load_policy_checkpoint(c["path"], task=task if side == "mjlab" else None)
@@ -213,8 +214,6 @@ def evaluate_run(path: str, args) -> dict:
             f"({point['eval_s']:.1f} s)",
             flush=True,
         )
-        write_json_file(dest, out)  # after every checkpoint: an interrupted run keeps its points
-    if not checkpoints:
         write_json_file(dest, out)
     return out
 
