@@ -7,6 +7,9 @@
     python3 tools/bench/bench_mjlab.py --parse-log FILE    # parse a saved training log
     python3 tools/bench/bench_mjlab.py --gpus 1 --iterations 100000 --timeout 720 \
         --seed 1 --save-interval 60 --name go1_s1  # checkpoints for bench_time_to_walk.py
+    python3 tools/bench/bench_mjlab.py --task Mjlab-Velocity-Rough-Unitree-Go1 --gpus 1 \
+        --iterations 100000 --train-seconds 610 --timeout 1300 --name go1rough_s1
+        # the 10-minute reference: stopped after 610 s of training, however long it compiled
 
 Runs MJLab's own training script (the commands of ../shared/tools/mjlab-kit) in a subprocess:
     PYTHONPATH=/tmp/site-mjlab:/tmp/site:/tmp/mjstubs MUJOCO_GL=disable python3 -u -m
@@ -91,6 +94,17 @@ class LogParser:
                     cur["wall_s"] = wall_s
                     return cur
         return None
+
+
+def training_start(iterations: list[dict]) -> float | None:
+    """When training began, in the wall-clock of the lines (s since launch): the first timed
+    iteration's line less its own `iteration_s`; None before any timed line. Setup and kernel
+    compilation come before it, so times counted from here exclude them."""
+    timed = [it for it in iterations if it.get("wall_s") is not None]
+    if not timed:
+        return None
+    first = min(timed, key=lambda it: it["iteration"])
+    return first["wall_s"] - first.get("iteration_s", 0.0)
 
 
 def summarize(iterations: list[dict], warmup: int) -> dict:
@@ -185,10 +199,10 @@ def run_one(args, gpus: int, num_envs: int, out_dir: str | None) -> dict:
         bufsize=1,
         start_new_session=True,  # its own process group: a timeout ends torchrunx's workers too
     )
-    state = {"timed_out": False}
+    state = {"timed_out": False, "train_seconds_reached": False}
 
-    def kill() -> None:
-        state["timed_out"] = True
+    def kill(reason: str = "timed_out") -> None:
+        state[reason] = True
         with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, signal.SIGKILL)
 
@@ -209,6 +223,14 @@ def run_one(args, gpus: int, num_envs: int, out_dir: str | None) -> dict:
                     + ("" if r is None else f", previous reward {r}"),
                     flush=True,
                 )
+                start = training_start(parser.iterations)
+                if args.train_seconds is not None and wall - start >= args.train_seconds:
+                    print(
+                        f"[mjlab g{gpus} n{num_envs}] {wall - start:.1f} s of training "
+                        f">= --train-seconds {args.train_seconds:g}: stopping the run",
+                        flush=True,
+                    )
+                    kill("train_seconds_reached")
         rc = proc.wait()
     finally:
         watchdog.cancel()
@@ -225,6 +247,7 @@ def run_one(args, gpus: int, num_envs: int, out_dir: str | None) -> dict:
         "num_envs": num_envs,
         "returncode": rc,
         "timed_out": state["timed_out"],
+        "train_seconds_reached": state["train_seconds_reached"],
         "wall_s": time.perf_counter() - t0,
         "command": cmd,
         "log_root": log_root,  # MJLab writes model_<iteration>.pt below it
@@ -274,6 +297,9 @@ def self_test() -> None:
     assert its[2]["mean_reward"] == 0.25 and its[1]["mean_episode_length"] == 31.0, its
     assert its[1]["total_steps"] == 393216 and its[1]["iteration_s"] == 0.86, its
     assert its[1]["terrain_level"] == 2.4512 and "terrain_level" not in its[0], its
+    # iteration 0's steps/s line is line 3 and its iteration took 1.94 s
+    assert abs(training_start(its) - (3.0 - 1.94)) < 1e-9, training_start(its)
+    assert training_start([]) is None and training_start([{"iteration": 0}]) is None
     s = summarize(its, warmup=1)
     assert s["median_steps_per_s"] == 229001.0, s
     assert s["median_steps_per_s_after_warmup"] == 230000.5, s
@@ -308,6 +334,14 @@ def main(argv=None) -> None:
     ap.add_argument("--iterations", type=int, default=25)
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--timeout", type=float, default=540.0, help="seconds per training run")
+    ap.add_argument(
+        "--train-seconds",
+        type=float,
+        default=None,
+        help="stop a run at its first iteration line this many seconds after training began "
+        "(the first iteration's start: setup and compilation not counted, as in "
+        "bench_time_to_walk.py's time_s); --timeout still caps the whole run",
+    )
     ap.add_argument("--site", default="/tmp/site-mjlab")
     ap.add_argument("--stubs", default="/tmp/mjstubs")
     ap.add_argument("--extra-path", default="/tmp/site", help="between site and stubs")

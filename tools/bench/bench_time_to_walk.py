@@ -59,6 +59,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_mjlab import training_start
 from benchlib import write_json, write_json_file
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -88,8 +89,7 @@ def _mjlab_clock(doc: dict) -> tuple[dict[int, dict], float]:
     by_it = {it["iteration"]: it for it in run["iterations"] if it.get("wall_s") is not None}
     if not by_it:
         raise SystemExit(f"{doc['task']}: the MJLab run logged no iteration")
-    first = by_it[min(by_it)]
-    return by_it, first["wall_s"] - first.get("iteration_s", 0.0)
+    return by_it, training_start(list(by_it.values()))
 
 
 def mjlab_checkpoints(doc: dict) -> tuple[str, int | None, list[dict]]:
