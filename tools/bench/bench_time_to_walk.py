@@ -28,7 +28,9 @@ checkpoint (a lease that ends mid-evaluation keeps the points done), and prints 
 checkpoint.
 
 `summary` takes the MJLab runs of a task as the reference: the mean over its seeds of the
-metrics of each run's last checkpoint at or before `--reference-s` seconds of training. A UniLab
+metrics of each run's last checkpoint at or before `--reference-s` seconds of training, over the
+runs with a checkpoint at or after that time (only when none has one, over every run's last
+checkpoint; the table says which runs it stands on). A UniLab
 run reaches it at its first checkpoint whose linear and yaw-rate errors are at most the
 reference's and whose time-limit fraction is at least the reference's; the table gives that
 time per run (the target: at most a quarter of `--reference-s`). `plot_curves.py` draws the
@@ -37,8 +39,9 @@ time per run (the target: at most a quarter of `--reference-s`). `plot_curves.py
 `levels` is the rough tasks' measure: it reads the training runs themselves (no evaluation),
 their mean terrain level per iteration (MJLab's `Curriculum/terrain_levels/mean`, UniLab's
 `curriculum/terrain_levels/mean`) against `time_s`. The reference is the mean over MJLab's runs
-of the level at each run's last iteration at or before `--reference-s` (a shorter run gives its
-last iteration, and the table says when that was). A run reaches it at its first iteration,
+of the level at each run's last iteration at or before `--reference-s`, over the runs that
+trained that long (only when none did, over every run's last iteration; the table says which
+runs it stands on and when). A run reaches it at its first iteration,
 from its lowest level on, whose level is at least the reference: the levels start spread over
 the first rows and fall before the policy walks, so the start itself would trivially reach a
 low reference. Writes `$OUT/ttl_summary.json` ({"kind": "terrain_levels", ...}, with every
@@ -220,10 +223,12 @@ def evaluate_run(path: str, args) -> dict:
 
 def reference(runs: list[dict], at_s: float, keys: tuple[str, ...] = METRICS) -> dict | None:
     """Mean over MJLab's runs of `keys` at each run's last point at or before `at_s` seconds of
-    training (`time_s`: the mean time of the points taken; a run shorter than `at_s` gives its
-    last point)."""
+    training (`time_s`: the mean time of the points taken). Only runs with a point at or after
+    `at_s` count; when none has one, every run's last point does and `short` says so.
+    `left_out`: the runs without such a point that were not counted."""
+    full = [r for r in runs if r["points"] and r["points"][-1]["time_s"] >= at_s]
     picks = []
-    for run in runs:
+    for run in full or runs:
         before = [p for p in run["points"] if p["time_s"] <= at_s]
         if before:
             picks.append(before[-1])
@@ -232,7 +237,19 @@ def reference(runs: list[dict], at_s: float, keys: tuple[str, ...] = METRICS) ->
     ref = {k: statistics.fmean(p[k] for p in picks) for k in keys}
     ref["time_s"] = statistics.fmean(p["time_s"] for p in picks)
     ref["runs"] = len(picks)
+    ref["short"] = not full
+    ref["left_out"] = len(runs) - len(full) if full else 0
     return ref
+
+
+def _reference_runs(ref: dict) -> str:
+    """How many runs a reference stands on, and which were left out or fell short."""
+    text = _runs(ref["runs"])
+    if ref.get("left_out"):
+        text += f"; {_runs(ref['left_out'])} without a point at that time left out"
+    if ref.get("short"):
+        text += "; none with a point at that time: their last points"
+    return text
 
 
 def reaches(point: dict, ref: dict) -> bool:
@@ -285,7 +302,7 @@ def print_summary(table: dict) -> None:
             print(f"  no MJLab run with a checkpoint before {entry['reference_at_s']:.0f} s")
         else:
             print(
-                f"  MJLab reference ({_runs(ref['runs'])}, checkpoints near "
+                f"  MJLab reference ({_reference_runs(ref)}, checkpoints near "
                 f"{ref['time_s']:.0f} s): lin {ref['lin_vel_error']:.4f} m/s, yaw "
                 f"{ref['yaw_rate_error']:.4f} rad/s, time-limit {ref['time_limit_fraction']:.3f}"
             )
@@ -384,7 +401,7 @@ def print_level_summary(table: dict) -> None:
             print("  no MJLab run")
         else:
             print(
-                f"  MJLab reference ({_runs(ref['runs'])}, at {ref['time_s']:.0f} s of training): "
+                f"  MJLab reference ({_reference_runs(ref)}, at {ref['time_s']:.0f} s of training): "
                 f"{ref['terrain_level']:.4f}"
             )
         for row in entry["runs"]:

@@ -82,7 +82,19 @@ def test_reference_is_the_mean_of_mjlab_runs_at_the_reference_time():
     assert abs(ref["lin_vel_error"] - 0.4) < 1e-12
     assert abs(ref["yaw_rate_error"] - 0.5) < 1e-12
     assert abs(ref["time_limit_fraction"] - 0.8) < 1e-12
+    assert ref["left_out"] == 0 and not ref["short"]
     assert ttw.reference([_run("mjlab", [(700, 0.1, 0.1, 1.0)])], 600.0) is None
+
+
+def test_runs_shorter_than_the_reference_time_count_only_when_no_run_is_long_enough():
+    full = _run("mjlab", [(300, 0.5, 0.5, 0.5), (590, 0.3, 0.4, 0.9), (650, 0.1, 0.1, 1.0)])
+    short = _run("mjlab", [(120, 0.9, 0.9, 0.1), (360, 0.7, 0.7, 0.3)])
+    ref = ttw.reference([short, full], 600.0)
+    assert (ref["runs"], ref["left_out"], ref["short"]) == (1, 1, False)
+    assert ref["lin_vel_error"] == 0.3 and ref["time_s"] == 590
+    alone = ttw.reference([short], 600.0)
+    assert (alone["runs"], alone["left_out"], alone["short"]) == (1, 0, True)
+    assert alone["lin_vel_error"] == 0.7 and alone["time_s"] == 360
 
 
 def test_a_run_reaches_the_reference_only_when_no_worse_on_all_three_metrics():
