@@ -23,8 +23,8 @@ RESULTS are JSON files or folders (every *.json inside, recursively) written by
 Other JSONs are skipped with a note. `--x env_steps` plots the returns of the
 time-to-threshold runs against env steps instead of wall-clock (the fair axis for runs that
 shared a host and slowed each other; the other sources carry no env steps per point and are
-skipped), and the time-to-walk checkpoints against the env steps that trained them (how much
-each side learns per sample, apart from its speed). Writes, into `--out` (default $OUT, else
+skipped), and the time-to-walk checkpoints and the terrain levels against the env steps that
+trained them (how much each side learns per sample, apart from its speed). Writes, into `--out` (default $OUT, else
 docs/benchmarks):
   `<prefix>curves.png`   mean episode return vs wall-clock from the first training iteration
                          (setup and compilation excluded), one panel per source (the returns
@@ -37,7 +37,8 @@ docs/benchmarks):
                          (linear-velocity error, yaw-rate error, time-limit fraction) against
                          seconds of training (or env steps), every run a line (MJLab's and
                          UniLab's);
-  `<prefix>levels.png`    the rough tasks' mean terrain level against seconds of training, one
+  `<prefix>levels.png`    the rough tasks' mean terrain level against seconds of training (or
+                         env steps), one
                          panel per task, every run a line, MJLab's reference level dotted;
   `<prefix>efficiency.png` weak-scaling efficiency by GPU count (PPO end to end:
                          rate(W) / (W x rate(1)); FastSAC learner with a fixed batch per rank:
@@ -270,15 +271,15 @@ TRACKING = (
 )
 
 
-def tracking_axis(x: str) -> tuple[str, float, str]:
-    """(point key, divisor, axis label) of the tracking panels' x axis for `--x`."""
+def training_axis(x: str) -> tuple[str, float, str]:
+    """(point key, divisor, axis label) of the tracking and level panels' x axis for `--x`."""
     if x == "env_steps":
         return "env_steps", 1e6, "env steps of training (millions)"
     return "time_s", 1.0, "seconds of training (from the first iteration)"
 
 
 def plot_tracking(plt, tracking, path: str, x: str = "time_s") -> bool:
-    key_x, scale, xlabel = tracking_axis(x)
+    key_x, scale, xlabel = training_axis(x)
     tasks = sorted({task for task, _, pts in tracking if pts})
     if not tasks:
         return False
@@ -304,16 +305,17 @@ def plot_tracking(plt, tracking, path: str, x: str = "time_s") -> bool:
     return _save(plt, fig, path)
 
 
-def plot_levels(plt, levels, path: str) -> bool:
+def plot_levels(plt, levels, path: str, x: str = "time_s") -> bool:
+    key_x, scale, xlabel = training_axis(x)
     panels = [(task, e) for doc in levels for task, e in doc["tasks"].items() if e["runs"]]
     if not panels:
         return False
     fig, axes = plt.subplots(1, len(panels), figsize=(7 * len(panels), 4), squeeze=False)
     for ax, (task, entry) in zip(axes[0], panels, strict=True):
         for run in entry["runs"]:
-            pts = run["points"]
+            pts = [p for p in run["points"] if p.get(key_x) is not None]
             ax.plot(
-                [p["time_s"] for p in pts],
+                [p[key_x] / scale for p in pts],
                 [p["terrain_level"] for p in pts],
                 "--" if run["side"] == "mjlab" else "-",
                 label=f"{run['label']}, seed {run['seed']}",
@@ -329,7 +331,7 @@ def plot_levels(plt, levels, path: str) -> bool:
                 fontsize=8,
             )
         ax.set_title(f"{task}: mean terrain level")
-        ax.set_xlabel("seconds of training (from the first iteration)")
+        ax.set_xlabel(xlabel)
         ax.grid(alpha=0.3)
         ax.legend(fontsize=8)
     return _save(plt, fig, path)
@@ -453,7 +455,7 @@ def main(argv=None) -> None:
         ("scaling", plot_scaling, scaling),
         ("profile", plot_profile, profiles),
         ("tracking", lambda plt_, d, p: plot_tracking(plt_, d, p, args.x), tracking),
-        ("levels", plot_levels, levels),
+        ("levels", lambda plt_, d, p: plot_levels(plt_, d, p, args.x), levels),
         ("efficiency", plot_efficiency, efficiencies(scaling, learner)),
     ):
         path = os.path.join(args.out, f"{args.prefix}{kind}.png")
