@@ -49,6 +49,18 @@ from unilab_integration.cli import main
             "error: 'launch.timeout' takes a number, not 'abc'\n",
         ),
         (
+            ["train", "cartpole-balance", "--iterations", "1", "--set", "env.kwargs.pole_len=2"],
+            "env.kwargs of task 'cartpole-balance': task 'cartpole-balance' has no option(s) "
+            "['pole_len']; options: ",
+        ),
+        (
+            [
+                *("train", "cartpole-balance", "--iterations", "1"),
+                *("--set", "env.kwargs.on_overflow=explode"),
+            ],
+            "env.kwargs of task 'cartpole-balance': 'on_overflow' must be in",
+        ),
+        (
             ["train", "cartpole-balance", "--algo", "distill", "--iterations", "1"],
             "needs a teacher",
         ),

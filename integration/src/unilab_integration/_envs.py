@@ -60,6 +60,24 @@ def check_task(task: str) -> None:
         raise ValueError(f"unknown task '{task}'; tasks: {', '.join(sorted(names))}")
 
 
+def check_env_options(task: str, kwargs: dict[str, Any]) -> None:
+    """`env.kwargs` checked in the launcher as the workers' `unilab_envs.make` checks them: an
+    unknown option or a value the task refuses is a ValueError naming it, before any worker
+    starts. A robot MJCF that this process cannot find is left to the workers, which report it
+    with the ways to provide it (on other hosts it may be there)."""
+    import unilab_envs
+    from unilab_envs.tasks.robots import RobotFileNotFoundError
+
+    try:
+        unilab_envs.check_overrides(task, **kwargs)
+    except RobotFileNotFoundError:
+        return
+    except (TypeError, ValueError) as e:
+        # attrs' validators raise ValueError(message, attribute, ...): the message alone
+        why = e.args[0] if e.args and isinstance(e.args[0], str) else str(e)
+        raise ValueError(f"env.kwargs of task '{task}': {why}") from None
+
+
 def check_builtin_task(task: str) -> None:
     """`check_task` without importing unilab_envs, for a process in which only the built-in
     tasks can exist (no `runner.imports` module that could register more)."""

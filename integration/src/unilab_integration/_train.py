@@ -1,7 +1,8 @@
 """`train(config)`: validate everything that can be validated, then launch one worker per rank.
 
 Refused before any worker starts and before anything is written (ValueError naming the
-cause): unknown task, algorithm or preset; an unknown logger (`runner.loggers`; ImportError
+cause): unknown task, algorithm or preset; an `env.kwargs` option the task does not have or
+whose value it refuses; an unknown logger (`runner.loggers`; ImportError
 naming the extra for one whose package is missing); no budget; more GPUs than present; a host that is
 malformed or does not resolve; `--hosts slurm` outside a SLURM allocation; an env count that
 does not divide by the world size under `env.scope=global`; a resume checkpoint or teacher
@@ -33,7 +34,7 @@ from ._checkpoint import (
     load_teacher_checkpoint,
 )
 from ._config import TrainConfig, save_config
-from ._envs import check_task, import_modules
+from ._envs import check_env_options, check_task, import_modules
 from ._rundir import RunLock, RunPlan, plan_run_folder
 from ._sinks import check_sinks
 
@@ -114,6 +115,7 @@ def validate(config: TrainConfig, resume: str | None = None) -> int:
     """Check `config` (and a resume checkpoint) before launching; return the world size."""
     import_modules(config.runner.imports)
     check_task(config.task)
+    check_env_options(config.task, dict(config.env.kwargs))
     check_sinks(config.runner.loggers)
     run = config.runner
     if run.iterations is None and run.env_steps is None and not run.until_solved:

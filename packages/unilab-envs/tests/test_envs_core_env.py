@@ -215,6 +215,18 @@ def test_memory_and_attributes():
     assert "cartpole-balance" in unilab_envs.list_tasks()
 
 
+def test_check_overrides_refuses_what_make_would_without_building():
+    unilab_envs.check_overrides("cartpole-balance", max_episode_steps=50, on_overflow="raise")
+    with pytest.raises(ValueError, match=r"has no option\(s\) \['pole_len'\]"):
+        unilab_envs.check_overrides("cartpole-balance", pole_len=2.0)
+    with pytest.raises(ValueError, match=r"'on_overflow' must be in"):
+        unilab_envs.check_overrides("cartpole-balance", on_overflow="explode")
+    with pytest.raises(ValueError, match=r"must be >= 0"):
+        unilab_envs.check_overrides("cartpole-balance", overflow_check_interval=-1)
+    with pytest.raises(ValueError, match=r"unknown task 'cartpole-balanse'"):
+        unilab_envs.check_overrides("cartpole-balanse")
+
+
 def test_deferred_action_check_raises_at_the_periodic_check():
     # On CUDA the finite check runs inside the captured step and is read every
     # overflow_check_interval steps; the same path is forced here on the CPU device.

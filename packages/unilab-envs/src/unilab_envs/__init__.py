@@ -17,6 +17,7 @@ from unilab_envs._core.task import observation_term as observation_term
 from unilab_envs.curriculum import Curriculum as Curriculum
 from unilab_envs.curriculum import LevelCurriculum as LevelCurriculum
 from unilab_envs.randomization import DomainRandomization as DomainRandomization
+from unilab_envs.registry import check_overrides as check_overrides
 from unilab_envs.registry import list_tasks as list_tasks
 from unilab_envs.registry import make as make
 from unilab_envs.registry import make_task as make_task
@@ -45,6 +46,7 @@ __all__ = [
     "VelocityConfig",
     "VelocityTask",
     "__version__",
+    "check_overrides",
     "list_tasks",
     "make",
     "make_task",

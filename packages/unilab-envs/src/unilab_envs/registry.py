@@ -13,7 +13,7 @@ from unilab_envs._core.env import EnvConfig, VecEnv
 from unilab_envs._core.task import Task
 from unilab_envs.tasks import BUILTIN_TASKS
 
-__all__ = ["list_tasks", "make", "make_task", "register_task"]
+__all__ = ["check_overrides", "list_tasks", "make", "make_task", "register_task"]
 
 TaskFactory = Callable[..., Task]
 _REGISTERED: dict[str, TaskFactory] = {}
@@ -64,8 +64,23 @@ def make(
     copy_outputs, on_overflow, overflow_check_interval) configure the env; the rest go to the
     task factory (e.g. `max_episode_steps=200`). Unknown names raise ValueError.
     """
-    env_kw = {k: v for k, v in overrides.items() if k in _ENV_OPTIONS}
-    task_kw = {k: v for k, v in overrides.items() if k not in _ENV_OPTIONS}
+    env_kw, task_kw = _split(overrides)
     task = make_task(name, **task_kw)
     cfg = EnvConfig(num_envs=num_envs, device=str(device), seed=seed, **env_kw)
     return VecEnv(task, cfg)
+
+
+def check_overrides(name: str, **overrides: Any) -> None:
+    """Raise what `make(name, ..., **overrides)` would raise about `overrides` (an unknown name,
+    a value its task config or `EnvConfig` refuses) without building the model or an env: the
+    task is made alone (`make_task`, which also looks for a robot's MJCF) and the env options
+    go through `EnvConfig`'s own checks."""
+    env_kw, task_kw = _split(overrides)
+    EnvConfig(num_envs=1, **env_kw)
+    make_task(name, **task_kw)
+
+
+def _split(overrides: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(`EnvConfig` options, task factory options) of `make`'s overrides."""
+    env_kw = {k: v for k, v in overrides.items() if k in _ENV_OPTIONS}
+    return env_kw, {k: v for k, v in overrides.items() if k not in _ENV_OPTIONS}
