@@ -401,8 +401,8 @@ def print_level_summary(table: dict) -> None:
             print("  no MJLab run")
         else:
             print(
-                f"  MJLab reference ({_reference_runs(ref)}, at {ref['time_s']:.0f} s of training): "
-                f"{ref['terrain_level']:.4f}"
+                f"  MJLab reference ({_reference_runs(ref)}, at {ref['time_s']:.0f} s of "
+                f"training): {ref['terrain_level']:.4f}"
             )
         for row in entry["runs"]:
             t, last = row["time_to_reference_s"], row["last"]

@@ -24,8 +24,8 @@ Other JSONs are skipped with a note. `--x env_steps` plots the returns of the
 time-to-threshold runs against env steps instead of wall-clock (the fair axis for runs that
 shared a host and slowed each other; the other sources carry no env steps per point and are
 skipped), and the time-to-walk checkpoints and the terrain levels against the env steps that
-trained them (how much each side learns per sample, apart from its speed). Writes, into `--out` (default $OUT, else
-docs/benchmarks):
+trained them (how much each side learns per sample, apart from its speed; a point without env
+steps is left out). Writes, into `--out` (default $OUT, else docs/benchmarks):
   `<prefix>curves.png`   mean episode return vs wall-clock from the first training iteration
                          (setup and compilation excluded), one panel per source (the returns
                          of UniLab and MJLab are different reward functions: not comparable in
@@ -278,6 +278,11 @@ def training_axis(x: str) -> tuple[str, float, str]:
     return "time_s", 1.0, "seconds of training (from the first iteration)"
 
 
+def on_axis(points: list[dict], key_x: str) -> list[dict]:
+    """The points that have a value on the x axis `key_x` (an MJLab line may lack env steps)."""
+    return [p for p in points if p.get(key_x) is not None]
+
+
 def plot_tracking(plt, tracking, path: str, x: str = "time_s") -> bool:
     key_x, scale, xlabel = training_axis(x)
     tasks = sorted({task for task, _, pts in tracking if pts})
@@ -286,7 +291,8 @@ def plot_tracking(plt, tracking, path: str, x: str = "time_s") -> bool:
     fig, axes = plt.subplots(len(tasks), 3, figsize=(21, 4 * len(tasks)), squeeze=False)
     for row, task in zip(axes, tasks, strict=True):
         for ax, (key, title) in zip(row, TRACKING, strict=True):
-            for t, label, pts in tracking:
+            for t, label, run_pts in tracking:
+                pts = on_axis(run_pts, key_x)
                 if t == task and pts:
                     style = "--" if label.startswith("MJLab") else "-"
                     ax.plot(
@@ -313,7 +319,7 @@ def plot_levels(plt, levels, path: str, x: str = "time_s") -> bool:
     fig, axes = plt.subplots(1, len(panels), figsize=(7 * len(panels), 4), squeeze=False)
     for ax, (task, entry) in zip(axes[0], panels, strict=True):
         for run in entry["runs"]:
-            pts = [p for p in run["points"] if p.get(key_x) is not None]
+            pts = on_axis(run["points"], key_x)
             ax.plot(
                 [p[key_x] / scale for p in pts],
                 [p["terrain_level"] for p in pts],

@@ -166,6 +166,10 @@ def test_tracking_panels_against_env_steps(tmp_path):
     key, scale, label = plot_curves.training_axis("env_steps")
     assert (key, scale) == ("env_steps", 1e6) and "env steps" in label
     assert plot_curves.training_axis("time_s")[0] == "time_s"
+    # a point without a value on the axis (an MJLab line without its step count) is left out
+    pts = [{"env_steps": None, "time_s": 1.0}, {"env_steps": 5.0, "time_s": 2.0}]
+    assert plot_curves.on_axis(pts, "env_steps") == pts[1:]
+    assert plot_curves.on_axis(pts, "time_s") == pts
     by_label = {lab: pts for _, lab, pts in tracking}
     # docs/benchmarks/mjlab-tasks.md: MJLab's G1 checkpoint near 41 M steps, UniLab's near 44 M
     mj = {round(p[key] / scale): p for p in by_label["MJLab + RSL-RL, seed 0"]}
