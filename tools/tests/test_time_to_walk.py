@@ -211,6 +211,28 @@ def test_level_curves_of_recorded_runs_name_their_task_and_seed():
     assert len(runs["mjlab_go1_rough_s0"]["points"]) == 247
 
 
+def test_the_recorded_ten_minute_runs_give_the_documented_reference_and_times():
+    # rough-terrain.md, "two seeds each to 10 minutes": MJLab's mean level at 600 s over its two
+    # seeds, and the seconds each UniLab seed took to reach it
+    data = ROOT / "docs" / "benchmarks" / "data"
+    names = (
+        "mjlab_go1_rough_s1_2026-12-04",
+        "mjlab_go1_rough_s0_2026-12-04b",
+        "ttt_unilab_go1_rough_s0_2026-12-04b",
+        "ttt_unilab_go1_rough_s1_2026-12-04b",
+    )
+    runs = [
+        ttw.level_curve(str(data / f"{n}.json"), json.loads((data / f"{n}.json").read_text()))
+        for n in names
+    ]
+    entry = ttw.level_summary(runs, 600.0)["tasks"]["go1-velocity-rough"]
+    assert entry["reference"]["runs"] == 2 and entry["reference"]["left_out"] == 0
+    assert entry["reference"]["terrain_level"] == pytest.approx(0.786, abs=5e-4)
+    times = [r["time_to_reference_s"] for r in entry["runs"]]
+    assert times[0] == pytest.approx(580.0, abs=0.5) and times[1] is None
+    assert [round(t) for t in times[2:]] == [315, 320]
+
+
 def test_a_unilab_runs_label_names_what_it_set_apart_from_its_preset():
     def label(**args):
         return ttw.unilab_label({"args": {"algo": "ppo", "preset": "default", **args}})
