@@ -415,8 +415,13 @@ def print_level_summary(table: dict) -> None:
 
 
 def _read(path: str) -> dict:
-    with open(path) as f:
-        return json.load(f)
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except FileNotFoundError:
+        raise SystemExit(f"{path}: no such file (give the JSON a benchmark run wrote)") from None
+    except json.JSONDecodeError as e:
+        raise SystemExit(f"{path}: not JSON ({e}); was the run's file cut short?") from None
 
 
 def main(argv=None) -> None:

@@ -306,3 +306,12 @@ def test_evaluation_is_written_after_every_checkpoint(tmp_path, monkeypatch):
     assert kept["checkpoints"] == 3 and kept["seed"] == 2 and kept["side"] == "unilab"
     assert [(p["iteration"], p["lin_vel_error"]) for p in kept["points"]] == [(10, 1.0), (20, 0.5)]
     assert not list(out.glob("*.tmp"))
+
+
+def test_a_missing_or_cut_short_file_is_named_not_a_traceback(tmp_path):
+    cut = tmp_path / "ttt_cut.json"
+    cut.write_text('{"kind": "time_to_threshold", "curves": {')
+    with pytest.raises(SystemExit, match=r"ttt_gone\.json: no such file"):
+        ttw.main(["levels", str(tmp_path / "ttt_gone.json")])
+    with pytest.raises(SystemExit, match=r"ttt_cut\.json: not JSON .*cut short"):
+        ttw.main(["summary", str(cut)])
