@@ -223,14 +223,15 @@ def run_one(args, gpus: int, num_envs: int, out_dir: str | None) -> dict:
                     + ("" if r is None else f", previous reward {r}"),
                     flush=True,
                 )
-                start = training_start(parser.iterations)
-                if args.train_seconds is not None and wall - start >= args.train_seconds:
-                    print(
-                        f"[mjlab g{gpus} n{num_envs}] {wall - start:.1f} s of training "
-                        f">= --train-seconds {args.train_seconds:g}: stopping the run",
-                        flush=True,
-                    )
-                    kill("train_seconds_reached")
+                if args.train_seconds is not None:  # the training clock only when asked for
+                    trained = wall - training_start(parser.iterations)
+                    if trained >= args.train_seconds:
+                        print(
+                            f"[mjlab g{gpus} n{num_envs}] {trained:.1f} s of training "
+                            f">= --train-seconds {args.train_seconds:g}: stopping the run",
+                            flush=True,
+                        )
+                        kill("train_seconds_reached")
         rc = proc.wait()
     finally:
         watchdog.cancel()
