@@ -315,3 +315,34 @@ def test_a_missing_or_cut_short_file_is_named_not_a_traceback(tmp_path):
         ttw.main(["levels", str(tmp_path / "ttt_gone.json")])
     with pytest.raises(SystemExit, match=r"ttt_cut\.json: not JSON .*cut short"):
         ttw.main(["summary", str(cut)])
+
+
+def test_the_recorded_g1_runs_give_a_reference_no_single_checkpoint_reaches():
+    # mjlab-tasks.md, "G1 flat: two MJLab seeds": the mean of MJLab's two 10-minute checkpoints
+    # lies where neither MJLab seed nor UniLab's passes (survival and tracking trade off then)
+    data = ROOT / "docs" / "benchmarks" / "data"
+    names = (
+        "ttw_mjlab_g1_flat_s0_2026-12-04",
+        "ttw_mjlab_g1_flat_s1_2026-12-04",
+        "ttw_unilab_g1_flat_default_s0_2026-12-04",
+        "ttw_unilab_g1_flat_default_s1_2026-12-04",
+    )
+    runs = [json.loads((data / f"{n}.json").read_text()) for n in names]
+    entry = ttw.summary(runs, 600.0)["g1-velocity-flat"]
+    ref = entry["reference"]
+    assert ref["runs"] == 2 and ref["left_out"] == 0 and not ref["short"]
+    assert ref["lin_vel_error"] == pytest.approx(0.9535, abs=5e-5)
+    assert ref["yaw_rate_error"] == pytest.approx(0.5185, abs=5e-5)
+    assert ref["time_limit_fraction"] == pytest.approx(0.858, abs=5e-4)
+    assert ref["time_s"] == pytest.approx(566.7, abs=0.1)
+    assert [(r["side"], r["seed"]) for r in entry["runs"]] == [
+        ("mjlab", 0),
+        ("mjlab", 1),
+        ("unilab", 0),
+        ("unilab", 1),
+    ]
+    assert [r["time_to_reference_s"] for r in entry["runs"]] == [None] * 4
+    # each MJLab seed's own 10-minute checkpoint is not reached by UniLab's checkpoints either
+    for mj in runs[:2]:
+        own = ttw.reference([mj], 600.0)
+        assert [ttw.time_to_reference(u, own) for u in runs[2:]] == [None, None]

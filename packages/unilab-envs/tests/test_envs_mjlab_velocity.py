@@ -301,6 +301,25 @@ def test_broadphase_choice_finds_the_same_contacts():
         unilab_envs.make_task("go1-velocity-flat", broadphase="sap")
 
 
+def test_sweep_and_prune_with_heightfields_is_refused_on_cuda_only():
+    """Both sweep-and-prune broadphases crashed MuJoCo Warp 4.0.0 on CUDA with the rough grid's
+    heightfields: the env refuses that combination up front, names the fix, and lets it run on
+    the CPU device and on flat models."""
+    import unilab_envs
+    from unilab_envs._core.env import check_broadphase
+
+    mjlab_robot("go1")
+    rough = unilab_envs.make_task("go1-velocity-rough", terrain={"num_rows": 2}).build_model()
+    flat = unilab_envs.make_task("go1-velocity-flat").build_model()
+    assert rough.nhfield > 0 and flat.nhfield == 0
+    for name in ("sap_tile", "sap_segmented"):
+        with pytest.raises(ValueError, match=rf"'{name}' with heightfield .* or give 'nxn'"):
+            check_broadphase("go1-velocity-rough", name, rough, on_cuda=True)
+        check_broadphase("go1-velocity-rough", name, rough, on_cuda=False)
+        check_broadphase("go1-velocity-flat", name, flat, on_cuda=True)
+    check_broadphase("go1-velocity-rough", "nxn", rough, on_cuda=True)
+
+
 # ----------------------------------------------------------------------------- G1
 # g1-velocity-flat (MJLab's Mjlab-Velocity-Flat-Unitree-G1) is configuration on the same
 # task; its term-by-term parity is in test_envs_mjlab_parity.py.

@@ -60,6 +60,22 @@ _OVERFLOW_NAMES = {
 _SOLVER_LIMITS = int(mjw.OverflowType.ITERATIONS) | int(mjw.OverflowType.LS_ITERATIONS)
 
 
+def check_broadphase(task: str, broadphase: str, mjm: Any, on_cuda: bool) -> None:
+    """Refuse a sweep-and-prune broadphase for a model with heightfields on a CUDA device.
+
+    With MuJoCo Warp 4.0.0 on an H200 both "sap_tile" and "sap_segmented" made the first
+    `forward` of MJLab's rough Go1 grid fail with an illegal memory access, which leaves the
+    CUDA context unusable (docs/benchmarks/rough-terrain.md); the same models run with them on
+    warp's CPU device, and flat models train with them on CUDA."""
+    if on_cuda and broadphase.startswith("sap") and mjm.nhfield > 0:
+        raise ValueError(
+            f"task {task!r}: broadphase {broadphase!r} with heightfield terrain "
+            f"({mjm.nhfield} heightfields) fails on CUDA (MuJoCo Warp 4.0.0: an illegal memory "
+            "access in the first forward, which ends the process's CUDA context; "
+            "docs/envs.md). Leave broadphase unset (MuJoCo Warp's own choice) or give 'nxn'."
+        )
+
+
 @attrs.frozen(kw_only=True)
 class EnvConfig:
     """Options of the env layer (not of the task).
@@ -168,6 +184,7 @@ class VecEnv:
         model = mjw.put_model(mjm, batch_sizes=batch_sizes)
         model.opt.warn_overflow = int(model.opt.warn_overflow) & ~_SOLVER_LIMITS
         if spec.broadphase is not None:
+            check_broadphase(spec.name, spec.broadphase, mjm, dev.is_cuda)
             model.opt.broadphase = mjw.BroadphaseType[spec.broadphase.upper()]
         data = mjw.make_data(
             mjm, nworld=n, nconmax=spec.capacity.nconmax, njmax=spec.capacity.njmax

@@ -131,8 +131,9 @@ class TaskSpec:
             every geom pair that may collide; "sap_tile" / "sap_segmented" sort and sweep the
             geoms' bounds), or None for MuJoCo Warp's own choice (`put_model`: "nxn" below
             250,000 candidate pairs per world). The contacts found are the same; the cost
-            differs with the number of geoms (MJLab's `SimulationCfg.broadphase`). On the GPU
-            "sap_tile" failed on the rough Go1 grid (docs/envs.md).
+            differs with the number of geoms (MJLab's `SimulationCfg.broadphase`). On CUDA the
+            sweep-and-prune ones failed on the rough Go1 grid's heightfields, and the env
+            refuses that combination (docs/envs.md).
         forward_after_reset: run `mujoco_warp.forward` after resets (needed when `observe`
             reads derived quantities such as `xpos`, `xquat`, `site_xpos`; not when it reads
             only `qpos`/`qvel`).
