@@ -167,6 +167,8 @@ def layers(session: nox.Session) -> None:
 
 
 BENCH_RUN = ROOT / "tools" / "tests" / "test_bench_ppo_e2e_run.py"
+# trains a rough task on 2 CPU ranks: without torch (the tools session) those tests skip
+CURRICULUM_RANKS = ROOT / "tools" / "tests" / "test_curriculum_ranks.py"
 
 
 @nox.session
@@ -206,8 +208,8 @@ def integration(session: nox.Session) -> None:
     session.env["UNILAB_REQUIRE_WANDB"] = "1"
     session.run("pytest", str(PACKAGES["integration"] / "tests"), *PYTEST_ARGS, *session.posargs)
     session.run(
-        "pytest", str(BENCH_RUN), "-q"
-    )  # a benchmark driving train() (tools session: no torch)
+        "pytest", str(BENCH_RUN), str(CURRICULUM_RANKS), "-q"
+    )  # benchmarks driving train() (tools session: no torch)
 
 
 @nox.session

@@ -18,6 +18,8 @@ RESULTS are JSON files or folders (every *.json inside, recursively) written by
   - tools/bench/bench_time_to_walk.py (`ttw_<name>.json`: every checkpoint's tracking metrics
     against wall-clock, MJLab's and UniLab's runs alike; `ttl_summary.json`: the rough tasks'
     mean terrain level against wall-clock and MJLab's reference level),
+  - tools/bench/curriculum_ranks.py (`curriculum_ranks_<run>.json`: per checkpoint each rank's
+    mean terrain level, of a run under `runner.curriculum_sync` local, global or rank0),
   - any other file of the form {"curves": {label: {"points": [{"time_s", "mean_return"}, ...]}}}
     (e.g. an off-policy trainer's curve).
 Other JSONs are skipped with a note. `--x env_steps` plots the returns of the
@@ -40,6 +42,8 @@ steps is left out). Writes, into `--out` (default $OUT, else docs/benchmarks):
   `<prefix>levels.png`    the rough tasks' mean terrain level against seconds of training (or
                          env steps), one
                          panel per task, every run a line, MJLab's reference level dotted;
+  `<prefix>curriculum_ranks.png` each rank's mean terrain level against the iteration (or env
+                         steps), one panel per run (local and global side by side);
   `<prefix>efficiency.png` weak-scaling efficiency by GPU count (PPO end to end:
                          rate(W) / (W x rate(1)); FastSAC learner with a fixed batch per rank:
                          updates/s(W) / updates/s(1)), the 97% target dashed.
@@ -79,6 +83,7 @@ def collect(
     x: str = "time_s",
     tracking: list | None = None,
     levels: list | None = None,
+    ranks: list | None = None,
 ):
     """-> curves {panel: {label: [(x, ret)]}}, scaling [(source, gpus, sps)], profiles.
 
@@ -88,7 +93,9 @@ def collect(
     [(source, gpus, updates/s)] from bench_fastsac.py, 1 device and weak-scaling rows.
     `tracking` (filled when given): the bench_time_to_walk.py runs, [(task, label, points)].
     `levels` (filled when given): bench_time_to_walk.py's terrain-level summaries, as written.
+    `ranks` (filled when given): curriculum_ranks.py's per-run documents, as written.
     """
+    ranks = [] if ranks is None else ranks
     tracking = [] if tracking is None else tracking
     levels = [] if levels is None else levels
     learner = [] if learner is None else learner
@@ -101,6 +108,8 @@ def collect(
     for fname, doc in docs:
         if doc.get("kind") == "terrain_levels":  # bench_time_to_walk levels
             levels.append(doc)
+        elif doc.get("kind") == "curriculum_ranks":  # curriculum_ranks.py: per-rank levels
+            ranks.append(doc)
         elif doc.get("kind") == "time_to_walk":  # bench_time_to_walk: checkpoints' tracking
             label = f"{doc['label']}, seed {doc['seed']}"
             tracking.append((doc["task"], label, doc["points"]))
@@ -343,6 +352,33 @@ def plot_levels(plt, levels, path: str, x: str = "time_s") -> bool:
     return _save(plt, fig, path)
 
 
+def plot_ranks(plt, docs, path: str, x: str = "time_s") -> bool:
+    """curriculum_ranks.py's runs: each rank's mean terrain level per checkpoint, one panel per
+    run, against the iteration (`--x env_steps`: the global env steps)."""
+    docs = [d for d in docs if d["points"]]
+    if not docs:
+        return False
+    key, scale, xlabel = ("env_steps", 1e6, "env steps (millions)")
+    if x != "env_steps":
+        key, scale, xlabel = ("iteration", 1.0, "iteration")
+    fig, axes = plt.subplots(1, len(docs), figsize=(6 * len(docs), 4), squeeze=False, sharey=True)
+    for ax, doc in zip(axes[0], docs, strict=True):
+        xs = [p[key] / scale for p in doc["points"]]
+        for r in range(max(len(p["ranks"]) for p in doc["points"])):  # a resume may change W
+            ys = [p["ranks"][r]["mean"] if r < len(p["ranks"]) else math.nan for p in doc["points"]]
+            style = "-" if r == 0 else "--"  # a rank that equals rank 0 shows over it
+            ax.plot(xs, ys, style, marker="o", markersize=2, label=f"rank {r}")
+        spread = max(p["spread"] for p in doc["points"])
+        ax.set_title(
+            f"{doc['run']}: {doc['sync']}, {doc['world_size']} ranks (max spread {spread:.3f})"
+        )
+        ax.set_xlabel(xlabel)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8)
+    axes[0][0].set_ylabel("mean terrain level of the rank's worlds")
+    return _save(plt, fig, path)
+
+
 def plot_scaling(plt, scaling, path: str) -> bool:
     if not scaling:
         return False
@@ -451,8 +487,9 @@ def main(argv=None) -> None:
     learner: list = []
     tracking: list = []
     levels: list = []
+    ranks: list = []
     curves, scaling, profiles = collect(
-        load(args.results), marks, learner, args.x, tracking, levels
+        load(args.results), marks, learner, args.x, tracking, levels, ranks
     )
     os.makedirs(args.out, exist_ok=True)
     made = []
@@ -462,6 +499,7 @@ def main(argv=None) -> None:
         ("profile", plot_profile, profiles),
         ("tracking", lambda plt_, d, p: plot_tracking(plt_, d, p, args.x), tracking),
         ("levels", lambda plt_, d, p: plot_levels(plt_, d, p, args.x), levels),
+        ("curriculum_ranks", lambda plt_, d, p: plot_ranks(plt_, d, p, args.x), ranks),
         ("efficiency", plot_efficiency, efficiencies(scaling, learner)),
     ):
         path = os.path.join(args.out, f"{args.prefix}{kind}.png")

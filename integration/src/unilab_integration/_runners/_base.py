@@ -386,7 +386,11 @@ class Runner:
         if evaluation is not None:
             metrics.update(eval_means({k: summed[k] for k in evaluation}))
             metrics["perf/eval_s"] = summed["perf/eval_s"] / w  # mean over ranks
-        self._sync_curriculum(global_means, means_from_sums(local))
+        # host seconds: `global` and `rank0` wait for their collective's result there
+        if curriculum is not None:
+            sync_start = time.perf_counter()
+            self._sync_curriculum(global_means, means_from_sums(local))
+            metrics["perf/curriculum_sync_s"] = time.perf_counter() - sync_start
         return metrics
 
     # --- checkpoints -------------------------------------------------------------------------
