@@ -65,7 +65,8 @@ FIX = (
 
 # --- finding and loading ---------------------------------------------------------------------
 def checkpoint_files(folder: Path) -> list[Path]:
-    """`ckpt_<iteration>.pt` in `folder`, by iteration."""
+    """`ckpt_<iteration>.pt` in `folder`, by iteration (`unilab_integration`'s
+    `checkpoint_iterations` rule, here without torch: finding runs needs no stack)."""
     found = [p for p in folder.glob(CKPT_GLOB) if p.stem.removeprefix("ckpt_").isdigit()]
     return sorted(found, key=lambda p: int(p.stem.removeprefix("ckpt_")))
 
@@ -89,13 +90,14 @@ def find_runs(path: Path) -> list[Path]:
 
 
 def load_checkpoint_file(path: Path) -> dict[str, Any]:
-    """One UniLab checkpoint (torch.load on the CPU, memory-mapped)."""
-    import torch
+    """One UniLab checkpoint, read and validated by `unilab_integration`'s loader (on the CPU);
+    SystemExit with its reason when it is not one this UniLab reads."""
+    from unilab_integration._checkpoint import CheckpointError, load_checkpoint
 
-    ckpt = torch.load(path, map_location="cpu", weights_only=False, mmap=True)
-    if not isinstance(ckpt, dict) or ckpt.get("format") != "unilab-checkpoint":
-        raise SystemExit(f"{path}: not a UniLab checkpoint")
-    return ckpt
+    try:
+        return load_checkpoint(path)
+    except CheckpointError as e:
+        raise SystemExit(str(e)) from None
 
 
 def rank_levels(ckpt: dict[str, Any], where: Path) -> tuple[int, list[list[int]]]:

@@ -180,7 +180,12 @@ def test_a_checkpoint_without_per_world_levels_is_refused(tmp_path):
     torch = pytest.importorskip("torch")
     run = tmp_path / "flat"
     (run / "checkpoints").mkdir(parents=True)
-    flat = {"format": "unilab-checkpoint", "task": "go1-velocity-flat", "iteration": 1}
+    flat = {
+        "format": "unilab-checkpoint",
+        "version": 1,
+        "task": "go1-velocity-flat",
+        "iteration": 1,
+    }
     torch.save({**flat, "curriculum": [None, None]}, run / "checkpoints" / "ckpt_000001.pt")
     with pytest.raises(SystemExit, match="'go1-velocity-flat' has no per-world curriculum"):
         cr.main([str(run), "--out", str(tmp_path)])
