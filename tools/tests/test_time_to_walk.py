@@ -318,14 +318,17 @@ def test_a_missing_or_cut_short_file_is_named_not_a_traceback(tmp_path):
 
 
 def test_the_recorded_g1_runs_give_a_reference_no_single_checkpoint_reaches():
-    # mjlab-tasks.md, "G1 flat: two MJLab seeds": the mean of MJLab's two 10-minute checkpoints
-    # lies where neither MJLab seed nor UniLab's passes (survival and tracking trade off then)
+    # mjlab-tasks.md, "G1 flat: two MJLab seeds" and "G1 flat: the `rsl_rl` preset and FastSAC":
+    # the mean of MJLab's two 10-minute checkpoints lies where no recorded run passes (survival
+    # and tracking trade off then), MJLab's own seeds included
     data = ROOT / "docs" / "benchmarks" / "data"
     names = (
         "ttw_mjlab_g1_flat_s0_2026-12-04",
         "ttw_mjlab_g1_flat_s1_2026-12-04",
         "ttw_unilab_g1_flat_default_s0_2026-12-04",
         "ttw_unilab_g1_flat_default_s1_2026-12-04",
+        "ttw_unilab_g1_flat_rslrl_captured_s0_2026-12-04",
+        "ttw_unilab_g1_flat_fastsac_s0_2026-12-04",
     )
     runs = [json.loads((data / f"{n}.json").read_text()) for n in names]
     entry = ttw.summary(runs, 600.0)["g1-velocity-flat"]
@@ -340,9 +343,19 @@ def test_the_recorded_g1_runs_give_a_reference_no_single_checkpoint_reaches():
         ("mjlab", 1),
         ("unilab", 0),
         ("unilab", 1),
+        ("unilab", 0),
+        ("unilab", 0),
     ]
-    assert [r["time_to_reference_s"] for r in entry["runs"]] == [None] * 4
+    assert [r["time_to_reference_s"] for r in entry["runs"]] == [None] * 6
     # each MJLab seed's own 10-minute checkpoint is not reached by UniLab's checkpoints either
     for mj in runs[:2]:
         own = ttw.reference([mj], 600.0)
-        assert [ttw.time_to_reference(u, own) for u in runs[2:]] == [None, None]
+        assert [ttw.time_to_reference(u, own) for u in runs[2:]] == [None] * 4
+    # the nearest miss: the `rsl_rl` seed's checkpoint at 213 s is as good on yaw and survival
+    # and 3% short on the linear error
+    near = next(p for p in runs[4]["points"] if p["iteration"] == 600)
+    assert near["time_s"] == pytest.approx(212.7, abs=0.1)
+    assert near["yaw_rate_error"] <= ref["yaw_rate_error"]
+    assert near["time_limit_fraction"] >= ref["time_limit_fraction"]
+    assert near["lin_vel_error"] == pytest.approx(0.985, abs=5e-4)
+    assert near["lin_vel_error"] > ref["lin_vel_error"]
