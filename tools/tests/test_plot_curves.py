@@ -68,6 +68,7 @@ def test_env_steps_axis_keeps_only_the_time_to_threshold_runs():
         "UniLab ppo on go1-velocity-flat",
         "UniLab fastsac on go1-velocity-flat",
         "UniLab ppo on g1-velocity-flat",
+        "UniLab fastsac on g1-velocity-flat",
     }
     assert everything[1] == [] and everything[2] == []
 
