@@ -23,14 +23,17 @@ reach the time limit, and the mean return. Each checkpoint's point carries the w
 training iteration that wrote it: `time_s` from the start of the first training iteration (setup
 and compilation excluded, both sides alike) and `wall_s` from the launch. Writes
 `$OUT/ttw_<name>.json` per run ({"kind": "time_to_walk", "side", "task", "label", "seed",
-"source", "checkpoints": how many the run has, "points": [...]}), rewritten after every
+"source", "trained_s": the `time_s` of the run's last logged iteration, "checkpoints": how many
+the run has, "points": [...]}), rewritten after every
 checkpoint (a lease that ends mid-evaluation keeps the points done), and prints a line per
 checkpoint.
 
 `summary` takes the MJLab runs of a task as the reference: the mean over its seeds of the
 metrics of each run's last checkpoint at or before `--reference-s` seconds of training, over the
-runs with a checkpoint at or after that time (only when none has one, over every run's last
-checkpoint; the table says which runs it stands on). A UniLab
+runs that trained at least that long (`trained_s`: the time of the run's last logged training
+iteration, which may lie past its last checkpoint; a file without it counts its last
+checkpoint's time); only when no run trained that long, over every run's last checkpoint; the
+table says which runs it stands on. A UniLab
 run reaches it at its first checkpoint whose linear and yaw-rate errors are at most the
 reference's and whose time-limit fraction is at least the reference's; the table gives that
 time per run (the target: at most a quarter of `--reference-s`). `plot_curves.py` draws the
@@ -93,6 +96,15 @@ def _mjlab_clock(doc: dict) -> tuple[dict[int, dict], float]:
     if not by_it:
         raise SystemExit(f"{doc['task']}: the MJLab run logged no iteration")
     return by_it, training_start(list(by_it.values()))
+
+
+def trained_s(doc: dict) -> float:
+    """How long a bench_mjlab.py or bench_time_to_threshold.py run trained: the `time_s` of its
+    last logged iteration (its last checkpoint may lie before it)."""
+    if doc.get("kind") == "time_to_threshold":
+        return _training_curve(doc)["points"][-1]["time_s"]
+    by_it, t0 = _mjlab_clock(doc)
+    return max(it["wall_s"] for it in by_it.values()) - t0
 
 
 def mjlab_checkpoints(doc: dict) -> tuple[str, int | None, list[dict]]:
@@ -198,6 +210,7 @@ def evaluate_run(path: str, args) -> dict:
         "seed": seed,
         "name": name,
         "source": os.path.basename(path),
+        "trained_s": trained_s(doc),
         "evaluator": {"num_envs": args.num_envs, "seed": args.seed, "device": args.device},
         "checkpoints": len(checkpoints),
         "points": points,
@@ -223,10 +236,10 @@ def evaluate_run(path: str, args) -> dict:
 
 def reference(runs: list[dict], at_s: float, keys: tuple[str, ...] = METRICS) -> dict | None:
     """Mean over MJLab's runs of `keys` at each run's last point at or before `at_s` seconds of
-    training (`time_s`: the mean time of the points taken). Only runs with a point at or after
-    `at_s` count; when none has one, every run's last point does and `short` says so.
-    `left_out`: the runs without such a point that were not counted."""
-    full = [r for r in runs if r["points"] and r["points"][-1]["time_s"] >= at_s]
+    training (`time_s`: the mean time of the points taken). Only runs that trained at least
+    `at_s` count (`trained_s`, or without it the last point's `time_s`); when none did, every
+    run's last point does and `short` says so. `left_out`: the shorter runs not counted."""
+    full = [r for r in runs if r["points"] and _trained(r) >= at_s]
     picks = []
     for run in full or runs:
         before = [p for p in run["points"] if p["time_s"] <= at_s]
@@ -242,13 +255,19 @@ def reference(runs: list[dict], at_s: float, keys: tuple[str, ...] = METRICS) ->
     return ref
 
 
+def _trained(run: dict) -> float:
+    """A time-to-walk run's training time: `trained_s`, or in a file without it (or a level
+    curve) its last point's time."""
+    return run.get("trained_s") or run["points"][-1]["time_s"]
+
+
 def _reference_runs(ref: dict) -> str:
     """How many runs a reference stands on, and which were left out or fell short."""
     text = _runs(ref["runs"])
     if ref.get("left_out"):
-        text += f"; {_runs(ref['left_out'])} without a point at that time left out"
+        text += f"; {_runs(ref['left_out'])} that trained less left out"
     if ref.get("short"):
-        text += "; none with a point at that time: their last points"
+        text += "; none trained that long: their last points"
     return text
 
 

@@ -36,6 +36,10 @@ def test_mjlab_checkpoint_times_come_from_the_iteration_lines(tmp_path):
     # the first iteration started at 40 s (its line at 41.5 s, 1.5 s long)
     assert [p["time_s"] for p in points] == [1.5, 91.5, 181.5]
     assert points[1]["env_steps"] == 98304 * 61
+    # it trained until its last line: iteration 120's, 181.5 s; one more line, later, counts
+    assert ttw.trained_s(doc) == 181.5
+    doc["runs"][0]["iterations"] += [{"iteration": 121, "wall_s": 260.0, "iteration_s": 1.5}]
+    assert ttw.trained_s(doc) == 220.0
 
 
 def test_unilab_checkpoints_take_the_times_of_their_iterations(tmp_path):
@@ -59,6 +63,8 @@ def test_unilab_checkpoints_take_the_times_of_their_iterations(tmp_path):
         (100, 100.0, 190.0),
         (200, 200.0, 290.0),
     ]
+    points.append({"iteration": 201, "wall_s": 291.0, "time_s": 201.0, "env_steps": 201000.0})
+    assert ttw.trained_s(doc) == 201.0
 
 
 def _run(side, pts):
@@ -95,6 +101,21 @@ def test_runs_shorter_than_the_reference_time_count_only_when_no_run_is_long_eno
     alone = ttw.reference([short], 600.0)
     assert (alone["runs"], alone["left_out"], alone["short"]) == (1, 0, True)
     assert alone["lin_vel_error"] == 0.7 and alone["time_s"] == 360
+
+
+def test_a_run_that_trained_past_the_reference_time_counts_with_its_last_earlier_checkpoint():
+    # MJLab saves every 60 iterations: a run that trained 613 s may have its last checkpoint at
+    # 574 s; it trained the reference's 600 s, so its 574 s checkpoint stands for it
+    saved_early = _run("mjlab", [(300, 0.5, 0.5, 0.5), (574, 0.4, 0.2, 0.8)])
+    saved_late = _run("mjlab", [(552, 0.2, 0.1, 0.9), (612, 0.1, 0.1, 1.0)])
+    ref = ttw.reference([saved_early, saved_late], 600.0)
+    assert (ref["runs"], ref["left_out"]) == (1, 1)  # without trained_s: its points end short
+    saved_early["trained_s"] = 613.0
+    ref = ttw.reference([saved_early, saved_late], 600.0)
+    assert (ref["runs"], ref["left_out"], ref["short"]) == (2, 0, False)
+    assert ref["lin_vel_error"] == pytest.approx(0.3) and ref["time_s"] == 563
+    saved_early["trained_s"] = 590.0  # stopped before 600 s: left out again
+    assert ttw.reference([saved_early, saved_late], 600.0)["left_out"] == 1
 
 
 def test_a_run_reaches_the_reference_only_when_no_worse_on_all_three_metrics():
