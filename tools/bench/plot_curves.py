@@ -56,6 +56,7 @@ import argparse
 import json
 import math
 import os
+from collections import defaultdict
 from pathlib import Path
 
 # bench_ppo_e2e.py's phases (runner.profile), then those of its results before it drove train()
@@ -74,6 +75,15 @@ def load(paths: list[str]) -> list[tuple[str, dict]]:
         with open(f) as fh:
             out.append((f.name, json.load(fh)))
     return out
+
+
+def _rerun(label: str, seen: set[str], fname: str) -> str:
+    """`label`, or for a rerun of a run already drawn under it (another lease, the same seed
+    again) `label (file)`, so that neither line takes the other's place or name."""
+    if label in seen:
+        label = f"{label} ({fname.removesuffix('.json')})"
+    seen.add(label)
+    return label
 
 
 def collect(
@@ -103,24 +113,24 @@ def collect(
     scaling: list[tuple[str, int, float]] = []
     profiles: list[tuple[str, int, dict]] = []
     marks = {} if marks is None else marks
-    e2e_names: set[str] = set()
-    mjlab_names: set[str] = set()
+    seen: dict[str, set[str]] = defaultdict(set)  # the labels drawn so far, per group
     for fname, doc in docs:
         if doc.get("kind") == "terrain_levels":  # bench_time_to_walk levels
             levels.append(doc)
         elif doc.get("kind") == "curriculum_ranks":  # curriculum_ranks.py: per-rank levels
             ranks.append(doc)
         elif doc.get("kind") == "time_to_walk":  # bench_time_to_walk: checkpoints' tracking
-            label = f"{doc['label']}, seed {doc['seed']}"
+            label = _rerun(f"{doc['label']}, seed {doc['seed']}", seen[doc["task"]], fname)
             tracking.append((doc["task"], label, doc["points"]))
         elif doc.get("kind") == "time_to_threshold":  # bench_time_to_threshold
             a = doc["args"]
             panel = f"UniLab {a['algo']} on {a['task']}"
             res = doc["result"]
+            name = _rerun(a.get("name"), seen[panel], fname) if a.get("name") else None
             for key, c in doc["curves"].items():
                 # the run's training return, and (--eval-checkpoints) its deterministic policy's
                 det = "deterministic policy" in key
-                label = a.get("name") or key
+                label = name or key
                 if det and a.get("name"):
                     label += ", deterministic policy"
                 if det:
@@ -144,10 +154,7 @@ def collect(
             and isinstance(doc["results"][0], dict)
             and "ranks" in doc["results"][0]
         ):  # ppo_e2e
-            name = doc["args"].get("name", fname)
-            if name in e2e_names:  # a rerun under the same --name: label it by its file
-                name = fname.removeprefix("ppo_e2e_").removesuffix(".json")
-            e2e_names.add(name)
+            name = _rerun(doc["args"].get("name", fname), seen["ppo_e2e"], fname)
             for r in doc["results"]:
                 label = f"{name}, {r['gpus']} GPU"
                 pts = [
@@ -187,9 +194,7 @@ def collect(
             series = "MJLab + RSL-RL"
             if doc["task"] != "Mjlab-Velocity-Flat-Unitree-Go1":  # another task: its own series
                 series += f" {doc['task'].removeprefix('Mjlab-Velocity-')}"
-            if series in mjlab_names:  # a rerun (another lease): label it by its file
-                series = f"MJLab + RSL-RL ({fname.removesuffix('.json')})"
-            mjlab_names.add(series)
+            series = _rerun(series, seen["mjlab"], fname)
             for r in doc["runs"]:
                 label = f"{series.replace(' + RSL-RL', '')}, {r['gpus']} GPU, {r['num_envs']} envs"
                 its = [it for it in r["iterations"] if it.get("wall_s") is not None]

@@ -111,6 +111,23 @@ def test_time_to_walk_runs_become_tracking_series():
     assert [p["iteration"] for p in ul] == [400]
 
 
+def test_a_rerun_of_the_same_seed_is_drawn_beside_the_first_under_its_file_name():
+    # mjlab-tasks.md: Go1 `rsl_rl` seed 1 ran on two leases of 2026-12-04
+    tracking: list = []
+    stem = "unilab_go1_flat_rslrl_captured_s1_2026-12-04"
+    names = [f"ttw_{stem}.json", f"ttw_{stem}b.json", f"ttt_{stem}b.json"]
+    docs = plot_curves.load([str(DATA / n) for n in names])
+    docs.append((f"ttt_{stem}.json", docs[2][1]))  # the same --name from another file
+    curves, _, _ = plot_curves.collect(docs, {}, [], "time_s", tracking)
+    label = "UniLab ppo (rsl_rl), algo.lr_on_device=true, algo.capture=auto, seed 1"
+    by_label = {lab: pts for _, lab, pts in tracking}
+    assert set(by_label) == {label, f"{label} (ttw_{stem}b)"}
+    assert [p["iteration"] for p in by_label[label]] == [100, 200, 300, 400]
+    assert [p["iteration"] for p in by_label[f"{label} (ttw_{stem}b)"]][-1] == 500
+    run = "unilab_go1_flat_rslrl_captured_s1"
+    assert set(curves["UniLab ppo on go1-velocity-flat"]) == {run, f"{run} (ttt_{stem})"}
+
+
 def test_terrain_level_summaries_become_level_panels(tmp_path):
     levels: list = []
     docs = plot_curves.load([str(DATA / "ttl_go1_rough_2026-12-04.json")])
