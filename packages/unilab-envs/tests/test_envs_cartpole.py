@@ -131,3 +131,7 @@ def test_rsl_rl_adapter_interface_and_runner_rollout():
     assert torch.equal(dones, torch.ones(4, dtype=torch.long))
     assert float(extras["log"]["/episode/length"]) == 3.0
     assert torch.equal(env.episode_length_buf, torch.zeros(4, dtype=torch.long))
+    # rsl_rl's init_at_random_ep_len: the lengths it sets decide the next time limits
+    env.episode_length_buf = torch.tensor([0, 1, 2, 2])
+    _, _, _, extras = env.step(torch.zeros(4, 1))
+    assert torch.equal(extras["time_outs"], torch.tensor([False, False, True, True]))

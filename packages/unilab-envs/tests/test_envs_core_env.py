@@ -73,6 +73,45 @@ def test_auto_reset_and_truncation_exactly_at_limit():
     assert torch.allclose(terms, td["episode", "return"], atol=1e-5)
 
 
+def test_random_episode_start_spreads_the_first_time_limits_and_nothing_else():
+    n, limit = 64, 10
+    env = unilab_envs.make(
+        "cartpole-swingup", num_envs=n, device="cpu", seed=5, max_episode_steps=limit
+    )
+    with pytest.raises(RuntimeError, match=r"env.reset\(\) before"):
+        env.randomize_episode_lengths()
+    obs = env.reset()["obs", "policy"].clone()
+    env.randomize_episode_lengths()
+    start = env.episode_length.clone()
+    assert int(start.min()) >= 0 and int(start.max()) < limit
+    assert len(set(start.tolist())) == limit  # 64 draws cover the 10 steps
+    assert torch.equal(env.get_observations()["obs", "policy"], obs)  # counters only
+    # drawn from the seed: the same in another env of that seed, not in one of another seed
+    again = unilab_envs.make(
+        "cartpole-swingup", num_envs=n, device="cpu", seed=5, max_episode_steps=limit
+    )
+    again.reset()
+    again.randomize_episode_lengths()
+    assert torch.equal(again.episode_length, start)
+    other = unilab_envs.make(
+        "cartpole-swingup", num_envs=n, device="cpu", seed=6, max_episode_steps=limit
+    )
+    other.reset()
+    other.randomize_episode_lengths()
+    assert not torch.equal(other.episode_length, start)
+    # each world's first time limit comes after limit - start steps, its length counted from
+    # the drawn step; the next episodes run the whole limit
+    ended_at = torch.full((n,), -1)
+    for t in range(1, 2 * limit + 1):
+        td = env.step(torch.zeros(n, 1))
+        first = td["truncated"] & (ended_at < 0)
+        ended_at[first] = t
+        assert torch.equal(td["episode", "length"][first], torch.full((int(first.sum()),), 10.0))
+        if t > limit:
+            assert not bool(td["truncated"][ended_at == t - limit].logical_not().any())
+    assert torch.equal(ended_at, limit - start.long())
+
+
 def test_termination_by_falling_pole_is_not_truncation():
     env = _make(max_episode_steps=500)
     env.reset()

@@ -54,9 +54,9 @@ class RslRlVecEnv:
 
     @episode_length_buf.setter
     def episode_length_buf(self, value: torch.Tensor) -> None:
-        # rsl_rl's runner may randomize initial episode lengths; UniLab keeps its own counter
-        # on the device, so this is accepted and ignored (documented limitation).
-        del value
+        # rsl_rl's `learn(init_at_random_ep_len=True)` sets random lengths: written into the
+        # env's own counters (on the current stream, after the env's last work)
+        self.env.episode_length.copy_(value.to(self.env.episode_length))
 
     def get_observations(self) -> TensorDict:
         return self._obs

@@ -364,6 +364,27 @@ class VecEnv:
         self._wait_for_env()
         return self.get_observations() if self.cfg.copy_outputs else self._outputs(("obs",))
 
+    def randomize_episode_lengths(self) -> None:
+        """Move each world to a random step of its current episode, uniform in [0,
+        `max_episode_steps`): the worlds' time limits then fall on different steps instead of
+        all on one (RSL-RL's `init_at_random_ep_len`, which MJLab's train script sets; the
+        runner calls this at the start of a run with `runner.random_episode_start`).
+
+        Only the step counters change (not the state or the observations); each world's first
+        episode then ends at its time limit sooner, and the length it reports counts from the
+        drawn step. Drawn per world from the env's seed. Call it after `reset()`."""
+        if not self._has_reset:
+            raise RuntimeError("call env.reset() before env.randomize_episode_lengths()")
+        ctx = self.ctx
+        with self._stream_ctx(), self._scope():
+            wp.launch(
+                kernels.draw_episode_lengths,
+                dim=self.num_envs,
+                inputs=[ctx.seed, ctx.rng_counter, self.max_episode_steps, ctx.episode_length],
+                device=self._wp_device,
+            )
+        self._wait_for_env()
+
     def step(self, action: torch.Tensor) -> TensorDict:
         """Advance every world by one control step; see the module docstring for the output."""
         if self._compile_notice.finished:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import warp as wp
 
 from unilab_envs._core.reset import ResetArrays, reset_world
+from unilab_envs._core.rng import STREAM_EPISODE_START, world_rng
 
 
 @wp.kernel
@@ -120,6 +121,20 @@ def reset_all_bookkeeping(
         episode_log[i, w] = 0.0
     for a in range(nact):
         last_action[w, a] = 0.0
+
+
+@wp.kernel
+def draw_episode_lengths(
+    seed: int,
+    counter: wp.array(dtype=wp.int32),
+    max_steps: int,
+    episode_length: wp.array(dtype=wp.int32),
+):
+    # `env.randomize_episode_lengths()`: each world's step count in its current episode,
+    # uniform in [0, max_steps), from the env's seed and the current RNG counter.
+    w = wp.tid()
+    state = world_rng(seed, counter[0], w, STREAM_EPISODE_START)
+    episode_length[w] = wp.int32(wp.randu(state) % wp.uint32(max_steps))
 
 
 @wp.kernel
