@@ -1,6 +1,6 @@
 """The training defaults of MJLab's velocity tasks are MJLab 1.6.0's RSL-RL runner configs
 (`unitree_go1_ppo_runner_cfg`, `unitree_g1_ppo_runner_cfg`): network sizes, PPO settings, envs,
-steps."""
+steps; and its train script's random episode start."""
 
 from unilab_integration._config import make_config
 
@@ -18,6 +18,12 @@ def test_training_defaults_are_mjlabs():
     assert (a.clip_param, a.entropy_coef, a.value_loss_coef) == (0.2, 0.01, 1.0)
     assert (a.gamma, a.lam, a.desired_kl, a.max_grad_norm) == (0.99, 0.95, 0.01, 1.0)
     assert a.schedule == "adaptive" and a.use_clipped_value_loss
+    # scripts/train.py: runner.learn(..., init_at_random_ep_len=True)
+    assert cfg.runner.random_episode_start
+    for task in ("g1-velocity-flat", "go1-velocity-rough", "g1-velocity-rough"):
+        assert make_config(task, "ppo").runner.random_episode_start
+    for task in ("quadruped-velocity", "humanoid-velocity", "cartpole-balance"):
+        assert not make_config(task, "ppo").runner.random_episode_start
 
 
 def test_g1_training_defaults_are_mjlabs():

@@ -145,6 +145,11 @@ class RunnerConfig:
     replicated modules and optimizer state equal rank 0's (`unilab_dist.check_replicas`;
     rank-local normalizer statistics excluded) and the run stops naming the rank and tensor
     that differ; each check's seconds are logged as `perf/check_replicas_s`.
+    `random_episode_start`: at the start of a run (not on a resume that restores the env),
+    every world moves to a random step of its first episode (`VecEnv.
+    randomize_episode_lengths`; RSL-RL's `init_at_random_ep_len`, which MJLab's train script
+    sets), so that the worlds' time limits do not all fall on one step; the MJLab tasks'
+    defaults turn it on.
     `profile`: every iteration synchronizes the device between its phases and logs rank 0's
     seconds per phase, `profile/<phase>_s` (`_runners/_profile.py`, docs/integration.md);
     this serializes the GPU, so `perf/steps_per_s` is below an unprofiled run's.
@@ -178,6 +183,7 @@ class RunnerConfig:
     eval_interval: int = attrs.field(default=0, validator=non_negative_int)
     eval_envs: int | None = attrs.field(default=None, validator=optional(positive_int))
     check_replicas_interval: int = attrs.field(default=0, validator=non_negative_int)
+    random_episode_start: bool = False
     profile: bool = False
     log_dir: str = "runs"
     run_name: str | None = None

@@ -101,7 +101,8 @@ def _velocity(cfg: TrainConfig) -> TrainConfig:
 
 
 def _go1_velocity_flat(cfg: TrainConfig) -> TrainConfig:
-    """MJLab 1.6.0 tasks/velocity/config/go1/rl_cfg.py (unitree_go1_ppo_runner_cfg)."""
+    """MJLab 1.6.0 tasks/velocity/config/go1/rl_cfg.py (unitree_go1_ppo_runner_cfg), and
+    scripts/train.py's `runner.learn(..., init_at_random_ep_len=True)`."""
     return _with(
         cfg,
         num_envs=4096,
@@ -109,6 +110,7 @@ def _go1_velocity_flat(cfg: TrainConfig) -> TrainConfig:
         num_steps_per_env=24,
         iterations=10_000,
         save_interval=50,
+        random_episode_start=True,
     )
 
 

@@ -88,6 +88,15 @@ class Runner:
         self.env_steps_global = 0
         self.solved_streak = 0
         self.obs = self.env.reset().select("obs")
+        if config.runner.random_episode_start:
+            randomize = getattr(self.env, "randomize_episode_lengths", None)
+            if randomize is None:
+                raise ValueError(
+                    f"runner.random_episode_start: the env of task '{config.task}' "
+                    f"({type(self.env).__name__}) has no randomize_episode_lengths(); set "
+                    "runner.random_episode_start=false"
+                )
+            randomize()
         self.stats = EpisodeStats(self.device)
         self.guard = ObservationGuard(self.obs_shapes, self.device)
         self.plan: Budget = plan_budget(config, ctx.world_size)
