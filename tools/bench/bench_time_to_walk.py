@@ -141,17 +141,22 @@ def _training_curve(doc: dict) -> dict:
     return curve
 
 
-# `--set` keys that every run of a comparison sets alike: not part of a run's label
-_COMMON_SETS = ("runner.seed", "runner.matmul_precision")
+# `--set` keys that every run of a comparison sets alike: not part of a run's label (the
+# random episode start is labelled from the run's config, where a task default may set it)
+_COMMON_SETS = ("runner.seed", "runner.matmul_precision", "runner.random_episode_start")
 
 
 def unilab_label(doc: dict) -> str:
     """A bench_time_to_threshold.py run's label: algorithm and preset, then what the run set
     apart from them (an env count given with `--num-envs`, `--set` keys other than the seed and
-    the matmul precision), so that variants of one preset are drawn and summarized apart."""
+    the matmul precision), so that variants of one preset are drawn and summarized apart; and
+    "random episode start" where its config has `runner.random_episode_start` (the MJLab
+    tasks' default since 2026-12-04; the runs recorded before it started every world at 0)."""
     args = doc["args"]
     extra = [f"{args['num_envs']} envs"] if args.get("num_envs") else []
     extra += [s for s in args.get("set") or [] if s.split("=", 1)[0] not in _COMMON_SETS]
+    if doc.get("config", {}).get("runner", {}).get("random_episode_start"):
+        extra.append("random episode start")
     label = f"UniLab {args['algo']} ({args.get('preset', 'default')})"
     return f"{label}, {', '.join(extra)}" if extra else label
 

@@ -265,6 +265,14 @@ def test_a_unilab_runs_label_names_what_it_set_apart_from_its_preset():
         label(num_envs=16384, set=["runner.seed=0", "algo.grad_clip=separate"])
         == "UniLab ppo (default), 16384 envs, algo.grad_clip=separate"
     )
+    # the random episode start, from the config (a task default or a --set alike)
+    start = {"runner": {"random_episode_start": True}}
+    doc = {"args": {"algo": "ppo", "set": ["runner.random_episode_start=true"]}, "config": start}
+    assert ttw.unilab_label(doc) == "UniLab ppo (default), random episode start"
+    doc["args"]["set"] = []
+    assert ttw.unilab_label(doc) == "UniLab ppo (default), random episode start"
+    doc["config"]["runner"]["random_episode_start"] = False
+    assert ttw.unilab_label(doc) == "UniLab ppo (default)"
 
 
 def test_evaluation_is_written_after_every_checkpoint(tmp_path, monkeypatch):
