@@ -112,6 +112,29 @@ def test_random_episode_start_spreads_the_first_time_limits_and_nothing_else():
     assert torch.equal(ended_at, limit - start.long())
 
 
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+def test_random_episode_start_on_cuda_draws_as_on_cpu_and_the_graph_counts_on():
+    # the draw is a function of (seed, counter, world): the CUDA env draws the CPU env's
+    # lengths; the captured step then counts on from them
+    def started(device):
+        env = unilab_envs.make(
+            "cartpole-swingup", num_envs=64, device=device, seed=5, max_episode_steps=10
+        )
+        env.reset()
+        env.randomize_episode_lengths()
+        return env, env.episode_length.clone().cpu()
+
+    env, start = started("cuda")
+    assert torch.equal(start, started("cpu")[1])
+    for _ in range(3):
+        td = env.step(torch.zeros(64, 1, device="cuda"))
+    assert env.uses_cuda_graph
+    done = (start + 3 >= 10).cpu()
+    assert not bool((td["truncated"].cpu() & ~done).any())  # only worlds past their limit
+    assert torch.equal(env.episode_length.cpu()[~done], (start + 3)[~done])
+
+
 def test_termination_by_falling_pole_is_not_truncation():
     env = _make(max_episode_steps=500)
     env.reset()
