@@ -36,16 +36,22 @@ def test_a_new_run_starts_its_worlds_at_random_steps(tmp_path):
     assert len(set(start.tolist())) > 20  # 64 draws over 40 steps
 
 
-def test_a_resume_keeps_the_saved_counters(tmp_path):
+def test_a_resume_keeps_the_saved_counters(tmp_path, capsys):
+    said = "worlds start at random steps of their first episode"
     first = _runner(tmp_path / "a", "runner.random_episode_start=true", "runner.iterations=2")
     first.run()
+    assert said in capsys.readouterr().out  # the run's first line says so
     saved = first.env.episode_length.clone()
     (tmp_path / "b").mkdir()
-    again = _runner(tmp_path / "b", "runner.random_episode_start=true", "runner.seed=9")
+    more = ["runner.random_episode_start=true", "runner.seed=9", "runner.iterations=3"]
+    again = _runner(tmp_path / "b", *more)
     redrawn = again.env.episode_length.clone()
     again.load(first.last_checkpoint)
     assert torch.equal(again.env.episode_length, saved)
     assert not torch.equal(redrawn, saved)
+    again.run()
+    out = capsys.readouterr().out
+    assert "resumed" in out and said not in out
 
 
 class _WithoutStart:

@@ -88,7 +88,10 @@ class Runner:
         self.env_steps_global = 0
         self.solved_streak = 0
         self.obs = self.env.reset().select("obs")
-        if config.runner.random_episode_start:
+        # runner.random_episode_start: the worlds start at random steps (until a resume
+        # restores the env's saved counters); the announce line says so
+        self.random_start = config.runner.random_episode_start
+        if self.random_start:
             randomize = getattr(self.env, "randomize_episode_lengths", None)
             if randomize is None:
                 raise ValueError(
@@ -248,12 +251,14 @@ class Runner:
         """Rank 0's first two lines: the run, and the system and how it runs (`startup_line`)."""
         assert self.logger is not None
         w = self.ctx.world_size
+        start = "worlds start at random steps of their first episode | " if self.random_start else ""
         self.logger.write(
             f"task {self.config.task} | algo {self.config.algo_name} ({self.config.preset}) | "
             f"{w} rank(s) on {self.device.type} | envs {self.num_envs} per rank, "
             f"{self.num_envs * w} global (scope {self.config.env.scope}) | "
             f"{self.plan.describe(self.iteration)} | "
             f"{_precision(self.config.runner)}"
+            f"{start}"
             f"{_evaluation(self.config.runner)}run dir {self.run_dir}"
         )
         self.logger.write(startup_line(self.device, self.env, self.learner))
@@ -503,6 +508,7 @@ class Runner:
             if env_state is not None:
                 self.env.load_state_dict(env_state)
                 self.obs = ckpt["obs"][rank].to(self.device)
+                self.random_start = False
                 env_ok = True
         self._resume_message(ckpt, saved_w, same, env_ok, notes)
 
