@@ -413,8 +413,7 @@ def test_the_recorded_go1_runs_give_a_two_seed_reference_no_unilab_checkpoint_re
     near = next(
         p
         for r in runs
-        if r["name"] == "unilab_go1_flat_rslrl_captured_s1"
-        and r["points"][-1]["iteration"] == 400
+        if r["name"] == "unilab_go1_flat_rslrl_captured_s1" and r["points"][-1]["iteration"] == 400
         for p in r["points"]
         if p["iteration"] == 400
     )

@@ -251,7 +251,9 @@ class Runner:
         """Rank 0's first two lines: the run, and the system and how it runs (`startup_line`)."""
         assert self.logger is not None
         w = self.ctx.world_size
-        start = "worlds start at random steps of their first episode | " if self.random_start else ""
+        start = (
+            "worlds start at random steps of their first episode | " if self.random_start else ""
+        )
         self.logger.write(
             f"task {self.config.task} | algo {self.config.algo_name} ({self.config.preset}) | "
             f"{w} rank(s) on {self.device.type} | envs {self.num_envs} per rank, "
