@@ -45,6 +45,7 @@ def _train(log_dir: Path, name: str, sync: str, *, workers: int = 2, resume=None
             f"runner.run_name={name}",
             "algo.num_mini_batches=1",
             "algo.num_epochs=1",
+            "runner.random_episode_start=false",  # every world at step 0: the schedule above
             *more,
         ],
     )

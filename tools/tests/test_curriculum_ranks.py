@@ -4,7 +4,8 @@
 The runs train go1-velocity-rough on 2 gloo ranks on the CPU through `unilab_integration.
 train()`, at the size of integration/tests/test_integration_terrain_curriculum.py (7 worlds per
 rank on 4 levels, 0.4 s episodes: every world resets at the end of the second iteration), with
-a checkpoint every iteration. They need torch, the whole stack and MJLab's go1.xml: the `tools`
+a checkpoint every iteration, every world starting at step 0 (no random episode start). They
+need torch, the whole stack and MJLab's go1.xml: the `tools`
 nox session (no torch) skips them, `nox -s integration` runs this file (UNILAB_REQUIRE_MJLAB=1:
 a missing go1.xml fails there).
 """
@@ -60,6 +61,9 @@ def runs(tmp_path_factory) -> Path:
                 f"runner.run_name=w2_{sync}",
                 "algo.num_mini_batches=1",
                 "algo.num_epochs=1",
+                # every world at step 0: the schedule above (the first resets at the end of
+                # the second iteration) is what the assertions below read
+                "runner.random_episode_start=false",
             ],
         )
         train(cfg)
