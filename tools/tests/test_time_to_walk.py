@@ -346,6 +346,16 @@ def test_a_missing_or_cut_short_file_is_named_not_a_traceback(tmp_path):
         ttw.main(["summary", str(cut)])
 
 
+def _check_two_seed_reference(ref, lin, yaw, time_limit, time_s):
+    """A recorded reference: both MJLab seeds counted, and its numbers as mjlab-tasks.md gives
+    them (errors to 5e-5, the time-limit fraction to 5e-4, the mean time to 0.1 s)."""
+    assert ref["runs"] == 2 and ref["left_out"] == 0 and not ref["short"]
+    assert ref["lin_vel_error"] == pytest.approx(lin, abs=5e-5)
+    assert ref["yaw_rate_error"] == pytest.approx(yaw, abs=5e-5)
+    assert ref["time_limit_fraction"] == pytest.approx(time_limit, abs=5e-4)
+    assert ref["time_s"] == pytest.approx(time_s, abs=0.1)
+
+
 def test_the_recorded_g1_runs_give_a_reference_no_single_checkpoint_reaches():
     # mjlab-tasks.md, "G1 flat: two MJLab seeds" and "G1 flat: the `rsl_rl` preset and FastSAC":
     # the mean of MJLab's two 10-minute checkpoints lies where no recorded run passes (survival
@@ -363,11 +373,7 @@ def test_the_recorded_g1_runs_give_a_reference_no_single_checkpoint_reaches():
     runs = [json.loads((data / f"{n}.json").read_text()) for n in names]
     entry = ttw.summary(runs, 600.0)["g1-velocity-flat"]
     ref = entry["reference"]
-    assert ref["runs"] == 2 and ref["left_out"] == 0 and not ref["short"]
-    assert ref["lin_vel_error"] == pytest.approx(0.9535, abs=5e-5)
-    assert ref["yaw_rate_error"] == pytest.approx(0.5185, abs=5e-5)
-    assert ref["time_limit_fraction"] == pytest.approx(0.858, abs=5e-4)
-    assert ref["time_s"] == pytest.approx(566.7, abs=0.1)
+    _check_two_seed_reference(ref, 0.9535, 0.5185, 0.858, 566.7)
     assert [(r["side"], r["seed"]) for r in entry["runs"]] == [
         ("mjlab", 0),
         ("mjlab", 1),
@@ -400,11 +406,7 @@ def test_the_recorded_go1_runs_give_a_two_seed_reference_no_unilab_checkpoint_re
     runs = [json.loads(p.read_text()) for p in sorted(data.glob("ttw_*go1_flat*.json"))]
     entry = ttw.summary(runs, 600.0)["go1-velocity-flat"]
     ref = entry["reference"]
-    assert ref["runs"] == 2 and ref["left_out"] == 0 and not ref["short"]
-    assert ref["lin_vel_error"] == pytest.approx(0.3509, abs=5e-5)
-    assert ref["yaw_rate_error"] == pytest.approx(0.1178, abs=5e-5)
-    assert ref["time_limit_fraction"] == pytest.approx(0.892, abs=5e-4)
-    assert ref["time_s"] == pytest.approx(563.2, abs=0.1)
+    _check_two_seed_reference(ref, 0.3509, 0.1178, 0.892, 563.2)
     mjlab = {r["seed"]: r["time_to_reference_s"] for r in entry["runs"] if r["side"] == "mjlab"}
     assert mjlab[0] is None and mjlab[1] == pytest.approx(436.3, abs=0.1)
     unilab = [r for r in entry["runs"] if r["side"] == "unilab"]
