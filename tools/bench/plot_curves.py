@@ -303,20 +303,22 @@ def plot_tracking(plt, tracking, path: str, x: str = "time_s") -> bool:
     if not tasks:
         return False
     fig, axes = plt.subplots(len(tasks), 3, figsize=(21, 4 * len(tasks)), squeeze=False)
+    # 20 colours: a robot's row holds more runs than the default cycle's 10
+    colors = plt.get_cmap("tab20").colors
     for row, task in zip(axes, tasks, strict=True):
+        runs = [(label, on_axis(pts, key_x)) for t, label, pts in tracking if t == task]
+        runs = [(label, pts) for label, pts in runs if pts]
         for ax, (key, title) in zip(row, TRACKING, strict=True):
-            for t, label, run_pts in tracking:
-                pts = on_axis(run_pts, key_x)
-                if t == task and pts:
-                    style = "--" if label.startswith("MJLab") else "-"
-                    ax.plot(
-                        [p[key_x] / scale for p in pts],
-                        [p[key] for p in pts],
-                        style,
-                        marker="o",
-                        markersize=3,
-                        label=label,
-                    )
+            for i, (label, pts) in enumerate(runs):
+                ax.plot(
+                    [p[key_x] / scale for p in pts],
+                    [p[key] for p in pts],
+                    "--" if label.startswith("MJLab") else "-",
+                    color=colors[i % len(colors)],
+                    marker="o",
+                    markersize=3,
+                    label=label,
+                )
             ax.set_title(f"{task}: {title}")
             ax.set_xlabel(xlabel)
             ax.grid(alpha=0.3)
