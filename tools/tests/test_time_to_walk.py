@@ -410,16 +410,19 @@ def test_the_recorded_go1_runs_give_a_two_seed_reference_no_unilab_checkpoint_re
     mjlab = {r["seed"]: r["time_to_reference_s"] for r in entry["runs"] if r["side"] == "mjlab"}
     assert mjlab[0] is None and mjlab[1] == pytest.approx(436.3, abs=0.1)
     unilab = [r for r in entry["runs"] if r["side"] == "unilab"]
-    assert len(unilab) == 8 and all(r["time_to_reference_s"] is None for r in unilab)
-    # the nearest miss within 150 s: as good on the yaw error, 8% short on the linear error
+    assert len(unilab) == 11 and all(r["time_to_reference_s"] is None for r in unilab)
+    # the nearest miss within 150 s ("Go1 flat: worlds starting at random steps"): seed 0 with
+    # the random episode start meets both tracking errors at 118.9 s and falls 0.010 short on
+    # survival
     near = next(
         p
         for r in runs
-        if r["name"] == "unilab_go1_flat_rslrl_captured_s1" and r["points"][-1]["iteration"] == 400
+        if r["name"] == "unilab_go1_flat_rslrl_captured_randstart_s0"
         for p in r["points"]
         if p["iteration"] == 400
     )
-    assert near["time_s"] == pytest.approx(121.0, abs=0.1)
+    assert near["time_s"] == pytest.approx(118.9, abs=0.1)
+    assert near["lin_vel_error"] <= ref["lin_vel_error"]
     assert near["yaw_rate_error"] <= ref["yaw_rate_error"]
-    assert near["lin_vel_error"] == pytest.approx(0.379, abs=5e-4)
+    assert near["time_limit_fraction"] == pytest.approx(0.882, abs=5e-4)
     assert near["time_limit_fraction"] < ref["time_limit_fraction"]
