@@ -78,7 +78,11 @@ def _child_train(config_path: str) -> None:
     """Run in the child process: train the saved config through the product's API."""
     import unilab_integration as ui
 
-    result = ui.train(ui.load_config(config_path))
+    try:
+        result = ui.train(ui.load_config(config_path))
+    except KeyboardInterrupt as e:  # the parent's stop (cap or threshold): a line, no traceback
+        print(f"TTT_STOPPED {e}", flush=True)
+        raise SystemExit(130) from None
     print("TTT_RESULT " + json.dumps(result, default=str), flush=True)
 
 
