@@ -195,7 +195,7 @@ def run_agents(
     reports = _Reports(len(plan.hostnames))
     try:
         procs = _start_agents(plan, env)
-        _hand_out(plan, server, reports, cloudpickle.dumps(payload))
+        _hand_out(plan, server, reports, procs, cloudpickle.dumps(payload))
         results = _collect(plan, server, reports)
         server.tell_all({"type": "stop"})
         _wait_agents(server, reports, procs)
@@ -242,14 +242,26 @@ def _next(server: _Server, reports: _Reports, timeout_s: float) -> tuple[str, in
     return event
 
 
-def _hand_out(plan: Plan, server: _Server, reports: _Reports, payload: bytes) -> None:
+def _hand_out(
+    plan: Plan,
+    server: _Server,
+    reports: _Reports,
+    procs: list[subprocess.Popen[bytes]],
+    payload: bytes,
+) -> None:
     """Wait for every agent's hello, then give each its ranks, the store and the function."""
     hellos: dict[int, dict[str, Any]] = {}
     deadline = time.monotonic() + plan.agent_timeout
     while len(hellos) < len(plan.hostnames):
+        missing = [plan.hostnames[i] for i in range(len(plan.hostnames)) if i not in hellos]
         if time.monotonic() > deadline:
-            missing = [plan.hostnames[i] for i in range(len(plan.hostnames)) if i not in hellos]
             raise reports.fail(f"no agent connected from {missing} in {plan.agent_timeout:g} s")
+        ended = [p.returncode for p in procs if p.poll() is not None]
+        if ended and server.events.empty():
+            raise reports.fail(
+                f"an agent on this machine ended with status {ended[0]} before it connected "
+                f"(waiting for {missing}; its log: agent-<host>.log)"
+            )
         event = _next(server, reports, 0.1)
         if event is None:
             continue
