@@ -5,7 +5,9 @@ private mount namespace (`unshare -m`) whose /etc/hosts maps this machine's name
 non-loopback addresses (the namespace ends with the run; the machine's own file is untouched).
 While the workers all-reduce, the test lists the TCP sockets in LISTEN state (/proc/net/tcp and
 tcp6) that belong to the run's processes (their /proc/<pid>/fd) and requires each of them to
-be bound to a loopback address.
+be bound to a loopback address. Where no private namespace can be made (no `unshare`, no
+permission) or the machine has no other address, the same run goes without the hosts entry:
+a socket bound to every interface (0.0.0.0, ::) is caught either way.
 """
 
 from __future__ import annotations
@@ -56,40 +58,41 @@ def _wait_for(path: Path, count: int, proc: subprocess.Popen, timeout_s: float) 
 def test_one_host_run_listens_on_loopback_only(tmp_path: Path) -> None:
     address = _lan_address()
     prefix = _namespace_prefix()
-    if address is None or prefix is None:
-        pytest.skip("needs a non-loopback address and `unshare -m` (Linux)")
-    name = socket.gethostname()
-    hosts = tmp_path / "hosts"
-    hosts.write_text(f"127.0.0.1 localhost\n{address} {name} {socket.getfqdn()}\n")
+    remap = address is not None and prefix is not None
     resolved = tmp_path / "resolved"
     log_dir = tmp_path / "logs"
-    probe = "import socket; print(socket.gethostbyname(socket.gethostname()))"
-    script = (
-        f"mount --bind {hosts} /etc/hosts && "
-        f"{sys.executable} -c '{probe}' > {resolved} && "
-        f"exec {sys.executable} -m unilab_launch.cli --cpu-workers 2 --num-threads 1 "
+    launch = (
+        f"{sys.executable} -m unilab_launch.cli --cpu-workers 2 --num-threads 1 "
         f"--log-dir {log_dir} launch_targets:allreduce_for 6"
     )
+    probe = "import socket; print(socket.gethostbyname(socket.gethostname()))"
+    script = f"{sys.executable} -c '{probe}' > {resolved} && exec {launch}"
+    if remap:
+        hosts = tmp_path / "hosts"
+        hosts.write_text(
+            f"127.0.0.1 localhost\n{address} {socket.gethostname()} {socket.getfqdn()}\n"
+        )
+        script = f"mount --bind {hosts} /etc/hosts && {script}"
+    command = [*(prefix if remap else []), "sh", "-c", script]
     proc = subprocess.Popen(
-        [*prefix, "sh", "-c", script], cwd=TESTS, stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
+        command, cwd=TESTS, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
     try:
         _wait_for(log_dir / "pids", 2, proc, timeout_s=120)
         time.sleep(1.0)  # inside the all-reduce loop: every store and server is up
         seen: dict[tuple[str, int], int] = {}
         for _ in range(5):
-            tree = process_tree(proc.pid)
-            for (host, port), pid in listening_sockets(tree).items():
-                seen[(host, port)] = pid
+            seen.update(listening_sockets(process_tree(proc.pid)))
             time.sleep(0.3)
         _, err = proc.communicate(timeout=120)
     finally:
         if proc.poll() is None:
             proc.kill()
-    assert resolved.read_text().strip() == address  # the run saw its hostname as a LAN address
+    if remap:  # the run saw its hostname as a LAN address
+        assert resolved.read_text().strip() == address
     assert proc.returncode == 0, err
-    assert seen, "the run listened on nothing (the listing is broken)"
+    # the launcher's control server, the first agent's store, each worker's gloo socket
+    assert len(seen) >= 4, f"the listing missed the run's sockets: {sorted(seen)}"
     outside = {
         key: pid for key, pid in seen.items() if not ipaddress.ip_address(key[0]).is_loopback
     }
