@@ -25,7 +25,7 @@ and compilation excluded, both sides alike) and `wall_s` from the launch. Writes
 `$OUT/ttw_<name>.json` per run ({"kind": "time_to_walk", "side", "task", "label", "seed",
 "source", "trained_s": the `time_s` of the run's last logged iteration, "checkpoints": how many
 the run has, "points": [...]}), rewritten after every
-checkpoint (a lease that ends mid-evaluation keeps the points done), and prints a line per
+checkpoint (an evaluation stopped midway keeps the points done), and prints a line per
 checkpoint.
 
 `summary` takes the MJLab runs of a task as the reference: the mean over its seeds of the

@@ -78,7 +78,7 @@ def load(paths: list[str]) -> list[tuple[str, dict]]:
 
 
 def _rerun(label: str, seen: set[str], fname: str) -> str:
-    """`label`, or for a rerun of a run already drawn under it (another lease, the same seed
+    """`label`, or for a rerun of a run already drawn under it (the same seed trained
     again) `label (file)`, so that neither line takes the other's place or name."""
     if label in seen:
         label = f"{label} ({fname.removesuffix('.json')})"
