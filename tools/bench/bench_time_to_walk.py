@@ -151,7 +151,7 @@ def unilab_label(doc: dict) -> str:
     apart from them (an env count given with `--num-envs`, `--set` keys other than the seed and
     the matmul precision), so that variants of one preset are drawn and summarized apart; and
     "random episode start" where its config has `runner.random_episode_start` (the MJLab
-    tasks' default since 2026-12-04; the runs recorded before it started every world at 0)."""
+    tasks' default; runs made before the setting existed started every world at 0)."""
     args = doc["args"]
     extra = [f"{args['num_envs']} envs"] if args.get("num_envs") else []
     extra += [s for s in args.get("set") or [] if s.split("=", 1)[0] not in _COMMON_SETS]
