@@ -3,16 +3,14 @@ the missing-file error, and the compiled model's solver options, collisions and 
 
 Small MJCFs with MJLab's joint, body and geom names stand in for the real files (meshes are not
 needed); mjlab and Menagerie are faked on disk, never fetched. One test uses the real go1.xml
-when the mjlab wheel is staged in .kit/mjlab (`../shared/tools/mjlab-kit`).
+of an installed mjlab 1.6.0 (its files, found without importing it).
 """
 
 from __future__ import annotations
 
-import glob
 import importlib.util
 import math
 import os
-import zipfile
 from pathlib import Path
 
 import attrs
@@ -396,16 +394,16 @@ def test_foot_geoms_decide_foot_contact(tmp_path):
     assert not task._host["geom_term"].any()
 
 
+MJLAB = importlib.util.find_spec("mjlab")
+
+
 @pytest.mark.skipif(
-    not glob.glob(str(ROOT / ".kit/mjlab/mjlab-1.6.0-*.whl")),
-    reason="the mjlab 1.6.0 wheel is not staged in .kit/mjlab (../shared/tools/mjlab-kit)",
+    MJLAB is None,
+    reason="mjlab is not installed: `pip install --no-deps mjlab==1.6.0` (its files suffice)",
 )
-def test_real_mjlab_go1_xml(tmp_path):
-    wheel = sorted(glob.glob(str(ROOT / ".kit/mjlab/mjlab-1.6.0-*.whl")))[-1]
-    prefix = "mjlab/" + _mjcf.MJLAB_FILES["go1"].rsplit("/", 1)[0] + "/"
-    with zipfile.ZipFile(wheel) as zf:
-        zf.extractall(tmp_path, [n for n in zf.namelist() if n.startswith(prefix)])
-    mjm = build_robot_model(robots.go1(os.path.join(tmp_path, prefix, "go1.xml")))
+def test_real_mjlab_go1_xml():
+    root = MJLAB.submodule_search_locations[0]
+    mjm = build_robot_model(robots.go1(os.path.join(root, _mjcf.MJLAB_FILES["go1"])))
     colliding = {
         mujoco.mj_id2name(mjm, mujoco.mjtObj.mjOBJ_GEOM, g)
         for g in range(mjm.ngeom)

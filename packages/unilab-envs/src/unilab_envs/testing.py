@@ -24,6 +24,7 @@ __all__ = [
     "mjlab_robot",
     "mjlab_tests_required",
     "offscreen_gl_available",
+    "offscreen_gl_backend",
     "render_tests_required",
 ]
 
@@ -180,6 +181,29 @@ def offscreen_gl_available(backend: str = "osmesa") -> bool:
     except (OSError, subprocess.TimeoutExpired):
         return False
     return proc.returncode == 0
+
+
+OFFSCREEN_GL_FIX = (
+    "no offscreen OpenGL: install software rendering (`apt-get install -y libosmesa6`) or, "
+    "with a GPU driver's EGL, set MUJOCO_GL=egl"
+)
+"""The skip reason of a rendering test on a machine where no offscreen backend works."""
+
+
+def offscreen_gl_backend() -> str | None:
+    """The `MUJOCO_GL` backend a rendering test uses here: `MUJOCO_GL` itself when it names an
+    offscreen backend (egl, osmesa) that works, else osmesa, else egl, else None (none works).
+
+    Under `UNILAB_REQUIRE_RENDER=1` it returns a backend even when none works ("osmesa", or the
+    one `MUJOCO_GL` names), so that the test fails with the renderer's own error.
+    """
+    offscreen = ("osmesa", "egl")
+    chosen = os.environ.get("MUJOCO_GL", "").lower()
+    order = [chosen] if chosen in offscreen else list(offscreen)
+    for backend in order:
+        if offscreen_gl_available(backend):
+            return backend
+    return order[0] if render_tests_required() else None
 
 
 def render_tests_required() -> bool:
