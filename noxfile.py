@@ -176,7 +176,8 @@ DOC_SNIPPETS = ROOT / "tools" / "tests" / "test_doc_snippets.py"
 @nox.session
 @pruned
 def tools(session: nox.Session) -> None:
-    session.install("pytest>=8", "numpy")  # numpy: the MJLab parity fixtures
+    # numpy: the MJLab parity fixtures; mujoco: bench_engine's workload
+    session.install("pytest>=8", "numpy", "mujoco")
     # BENCH_RUN trains through the product: it runs in `integration`, which has the stack
     session.run(
         "pytest",
