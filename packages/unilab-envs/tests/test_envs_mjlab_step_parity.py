@@ -118,6 +118,14 @@ def check_step(replay: Replay) -> None:
         pairs = {
             "episode_length": (ctx.episode_length.numpy(), fx["post/episode_length"][t + 1]),
             "command": (task.command.numpy(), fx["post/command/vel_command_b"][t + 1]),
+            "command_time_left": (
+                task.command_time_left.numpy(),
+                fx["post/command/time_left"][t + 1],
+            ),
+            "heading_target": (
+                task.heading_target.numpy(),
+                fx["post/command/heading_target"][t + 1],
+            ),
             "air_time": (task.air_time.numpy(), fx[sensor + "current_air_time"][t + 1]),
             "contact_time": (task.contact_time.numpy(), fx[sensor + "current_contact_time"][t + 1]),
             "peak_height": (
