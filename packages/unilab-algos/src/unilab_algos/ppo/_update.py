@@ -20,7 +20,7 @@ its start.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import attrs
@@ -32,7 +32,7 @@ from unilab_storage import FeedForwardBatcher, RecurrentBatcher, normalize_advan
 
 from ..common.cuda_graphs import CudaGraphs
 from ..common.sync import ReduceSum
-from ._step import PPOState, apply_update, forward_backward, sync_grads
+from ._step import PPOState, apply_update, forward_backward, sync_grads, trainable_params
 
 __all__ = ["STATIC_KEYS", "MiniBatch", "UpdateDriver"]
 
@@ -62,7 +62,6 @@ class UpdateDriver:
         graphs: the (empty) body set to register A and B in; its status says whether an update
             runs captured.
         obs_groups: the observation groups the step reads.
-        params: the parameters `grad_sync` averages (called once per update).
         adv_reduce: `reduce_sum` of a global per-mini-batch advantage normalization, or None.
     """
 
@@ -71,17 +70,15 @@ class UpdateDriver:
         state: PPOState,
         graphs: CudaGraphs,
         obs_groups: Sequence[str],
-        params: Callable[[], list[nn.Parameter]],
         adv_reduce: ReduceSum | None,
     ) -> None:
         self.state = state
         self.graphs = graphs
-        self.params_of = params
         self.adv_reduce = adv_reduce
         self.keys: list[Any] = [("obs", g) for g in obs_groups] + list(STATIC_KEYS)
         self.static: MiniBatch | None = None  # captured: the buffers bodies read
         self.current: MiniBatch | None = None  # the mini-batch body A reads
-        self.params: list[nn.Parameter] = []
+        self.params: list[nn.Parameter] = []  # what grad_sync averages (read per update)
         self.captured = False  # whether the running update uses the static buffers
         self.kl: torch.Tensor | None = None  # body B's input: the global KL
         self.kl_in: torch.Tensor | None = None  # its static buffer when captured
@@ -154,7 +151,7 @@ class UpdateDriver:
         """All mini-batches of one update on the rollout `data` [T, N]; returns
         (mini-batches, collectives)."""
         self.captured = self.graphs.status.active
-        self.params = self.params_of()
+        self.params = trainable_params(self.state)
         count = collectives = 0
         for mb in self.batches(data, generator):
             collectives += self.set_advantages(mb)

@@ -40,7 +40,6 @@ from ._step import (
     normalizers_with_until,
     rollout_normalizers,
     step_rewards,
-    trainable_params,
 )
 from ._update import UpdateDriver
 from .config import PPOConfig
@@ -177,12 +176,10 @@ class PPO:
         self._pending_graphed = False  # whether the staged transition is the captured rollout's
         self._obs_groups = tuple(dict.fromkeys(cfg.actor_obs + cfg.critic_obs + self._rnd_obs()))
         self._adv_collectives = 0
-        self._update_graphs = self._new_graphs("PPO update", update_status)
         self.update_driver = UpdateDriver(
             self.state,
-            self._update_graphs,
+            self._new_graphs("PPO update", update_status),
             self._obs_groups,
-            lambda: trainable_params(self.state),
             self.adv_reduce,
         )
         self._rollout_graphs = self._new_graphs("PPO rollout", self._rollout_check())
@@ -259,7 +256,7 @@ class PPO:
     @property
     def capture_status(self) -> dict[str, CaptureStatus]:
         """Where the CUDA-graph paths stand: `{"update": ..., "rollout": ...}` (read-only)."""
-        return {"update": self._update_graphs.status, "rollout": self._rollout_graphs.status}
+        return {"update": self.update_driver.graphs.status, "rollout": self._rollout_graphs.status}
 
     @property
     def learning_rate(self) -> float:
@@ -503,7 +500,7 @@ class PPO:
         if self.rnd is not None:
             self.rnd.load_state_dict(sd["rnd"])
             _load_optimizer(self.state.rnd_optimizer, sd["rnd_optimizer"])
-        self._update_graphs.reset()  # the optimizer state tensors were replaced: capture again
+        self.update_driver.graphs.reset()  # the optimizer state tensors were replaced: capture again
 
 
 def _load_optimizer(opt: torch.optim.Optimizer, state: dict[str, Any]) -> None:
