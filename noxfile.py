@@ -2,7 +2,9 @@
 
 Sessions:
   lint              ruff check and ruff format --check over the whole tree
-  layers            the dependency direction between packages (import-linter, root pyproject)
+  layers            the dependency direction between packages and layers (import-linter, root
+                    pyproject); no import cycle, no private name crossing a file in any
+                    package (tools/import_rules.py)
   tools             tests of the repository tools (tools/tests)
   tests(<pkg>)      one package in a fresh venv with only its declared dependencies, the check
                     that no undeclared unilab package is importable there, then its tests
@@ -160,10 +162,13 @@ def lint(session: nox.Session) -> None:
 @nox.session
 @pruned
 def layers(session: nox.Session) -> None:
-    """Fail if any package imports a sibling that docs/architecture.md forbids it to import."""
+    """Fail if any package imports a sibling that docs/architecture.md forbids it to import, or
+    a module of a layer above its own (import-linter, root pyproject); or if any package has an
+    import cycle or a private name that crosses a file (tools/import_rules.py)."""
     session.install("import-linter>=2.0")
     session.install("--no-deps", *(str(path) for path in PACKAGES.values()))
     session.run("lint-imports", "--no-cache", str(ROOT / "pyproject.toml"))
+    session.run("python", str(ROOT / "tools" / "import_rules.py"))
 
 
 BENCH_RUN = ROOT / "tools" / "tests" / "test_bench_ppo_e2e_run.py"

@@ -93,6 +93,9 @@ class ToyLearner:
         self.obs, self.actions, self.rewards = [], [], []
         return {"loss": float(loss), "collectives": float(collectives)}
 
+    def optimizers(self) -> list[torch.optim.Optimizer]:
+        return [self.optimizer]
+
     def policy_module(self) -> nn.Module:
         return self.actor
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
+import torch
 
 from unilab_integration.cli import main
 
@@ -30,10 +31,6 @@ from unilab_integration.cli import main
                 "1",
             ],
             "env.num_envs=64 with env.scope=global does not divide by the world size 3",
-        ),
-        (
-            ["train", "cartpole-balance", "--gpus", "0,1", "--iterations", "1"],
-            "asks for GPU 1 but only",
         ),
         (["train", "cartpole-balance", "--cpu-workers", "1"], "no training budget"),
         (
@@ -83,6 +80,18 @@ def test_invalid_settings_exit_2_before_any_worker(argv, message, capsys, tmp_pa
     assert code == 2
     assert message in err
     assert list(tmp_path.iterdir()) == []  # no run folder: nothing was launched
+
+
+@pytest.mark.parametrize("present", [0, 1])
+def test_gpus_beyond_the_visible_ones_exit_2(present, monkeypatch, capsys, tmp_path):
+    # the host's own GPUs must not matter: this machine shows `present` of them
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: present > 0)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: present)
+    argv = ["train", "cartpole-balance", "--gpus", "0,1", "--iterations", "1"]
+    code = main([*argv, "--log-dir", str(tmp_path)])
+    assert code == 2
+    assert f"--gpus 0,1 asks for GPU 1 but only {present} GPU(s) are" in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_print_config_applies_flags_then_overrides(capsys):

@@ -116,7 +116,7 @@ def test_replica_state_leaves_out_rank_local_normalizers_only():
     """The replica check compares parameters, global normalizers' statistics and optimizer
     state; the statistics of local normalizers (the rsl_rl preset's) differ by design."""
     from unilab_algos import PPO, PPOConfig, RNDConfig
-    from unilab_integration._runners._base import learner_optimizers, replica_state
+    from unilab_integration._runners._base import replica_state
 
     shapes = {"policy": (3,), "critic": (4,)}
     rnd = RNDConfig(predictor_hidden=(8,), target_hidden=(8,))
@@ -133,7 +133,7 @@ def test_replica_state_leaves_out_rank_local_normalizers_only():
             for n, _ in m.named_parameters()
         }
         assert params <= names[key]
-        assert learner_optimizers(learner) == [learner.optimizer, learner.rnd_optimizer]
+        assert learner.optimizers() == [learner.state.optimizer, learner.state.rnd_optimizer]
     assert "GaussianActor[0].obs_normalizer.mean" in names["global"]
     assert names["global"] - names["local"] == {
         f"{m}.{norm}.{s}"

@@ -191,25 +191,33 @@ def kernel_table(n, t, hidden, device, top: int = 20) -> dict:
 
 def phases(n, t, hidden, reps, device) -> dict[str, dict[str, float]]:
     """Median seconds per update of each phase of the eager default update (see docstring)."""
-    from unilab_algos.ppo._step import apply_update, forward_backward, sync_grads
+    from unilab_algos.ppo._step import (
+        apply_update,
+        forward_backward,
+        sync_grads,
+        trainable_params,
+    )
 
     ppo = _make_unilab("default", hidden, device)
     ppo.init_storage(n, t)
     out: dict[str, list[float]] = {}
     issue: dict[str, list[float]] = {}
     data = _rollout(n, t, seed=0)
-    params = ppo._params()
+    params = trainable_params(ppo.state)
+    driver = ppo.update_driver  # its eager mini-batches (an uncaptured learner)
     for i in range(reps + 1):
         _fill_unilab(ppo, data, n, t)
         _sync(device)
         t0 = time.perf_counter()
-        batches = [(mb, *ppo._mb_advantages(mb)) for mb, _, _, _ in ppo._batches()]
+        batches = list(driver.batches(ppo.storage.data, ppo.generator))
+        for mb in batches:
+            driver.set_advantages(mb)
         t1 = time.perf_counter()
         _sync(device)
         t2 = time.perf_counter()
         results = []
-        for mb, adv, _ in batches:
-            results.append(forward_backward(ppo.state, mb, mb, None, None, adv))
+        for mb in batches:
+            results.append(forward_backward(ppo.state, mb.data, mb.obs, None, None, mb.advantages))
         t3 = time.perf_counter()
         _sync(device)
         t4 = time.perf_counter()

@@ -211,9 +211,9 @@ def evaluate(checkpoint: Path, args, threshold: float) -> dict:
     """
     from unilab_integration import load_checkpoint
     from unilab_integration._policy import play_episodes
-    from unilab_integration._train import _quiet_warp
+    from unilab_integration._train import quiet_warp
 
-    _quiet_warp()
+    quiet_warp()
     device = f"cuda:{args.gpus.split(',')[0]}" if args.gpus else "cpu"
     ckpt = load_checkpoint(checkpoint)
     t0 = time.perf_counter()

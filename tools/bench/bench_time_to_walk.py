@@ -191,9 +191,9 @@ def unilab_checkpoints(doc: dict) -> tuple[str, int | None, list[dict]]:
 def evaluate_run(path: str, args) -> dict:
     from unilab_integration._mjlab_checkpoint import load_policy_checkpoint
     from unilab_integration._tracking import evaluate_tracking
-    from unilab_integration._train import _quiet_warp
+    from unilab_integration._train import quiet_warp
 
-    _quiet_warp()
+    quiet_warp()
     with open(path) as f:
         doc = json.load(f)
     if doc.get("kind") == "time_to_threshold":

@@ -99,9 +99,9 @@ def run_unilab(args) -> dict:
 
     from unilab_integration._mjlab_checkpoint import load_policy_checkpoint
     from unilab_integration._policy import play_episodes
-    from unilab_integration._train import _quiet_warp
+    from unilab_integration._train import quiet_warp
 
-    _quiet_warp()
+    quiet_warp()
     sys.path.insert(0, str(ROOT / "tools" / "bench"))
     from bench_time_to_walk import MJLAB_TASKS  # MJLab's task ids -> UniLab's task names
 

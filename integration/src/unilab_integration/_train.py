@@ -180,7 +180,7 @@ def train_worker(
 
     config = TrainConfig.from_dict(config_dict)
     import_modules(config.runner.imports)
-    _quiet_warp()
+    quiet_warp()
     if device_kind == "cuda":
         device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", "0")))
     else:
@@ -203,7 +203,7 @@ def apply_torch_settings(runner: Any) -> None:
     torch.set_float32_matmul_precision(runner.matmul_precision)
 
 
-def _quiet_warp() -> None:
+def quiet_warp() -> None:
     """Keep warp's per-module load lines out of the training log (errors still show), and, on a
     machine without a CUDA driver (a CPU run), warp's notice that GPU execution is unavailable."""
     try:

@@ -426,9 +426,9 @@ def _env_output() -> None:
     a task's kernels) on stderr (training workers log those to the run's logs)."""
     import logging
 
-    from ._train import _quiet_warp
+    from ._train import quiet_warp
 
-    _quiet_warp()
+    quiet_warp()
 
     env_logger = logging.getLogger("unilab_envs")
     if not env_logger.handlers:

@@ -78,7 +78,7 @@ def flat_state(learner) -> dict[str, torch.Tensor]:
         for k, v in m.state_dict().items():
             out[f"m{i}.{k}"] = v.detach().cpu().clone()
     for name in ("actor_optimizer", "critic_optimizer", "alpha_optimizer"):
-        for pid, st in getattr(learner, name).state_dict()["state"].items():
+        for pid, st in getattr(learner.state, name).state_dict()["state"].items():
             for k, v in st.items():
                 out[f"{name}.{pid}.{k}"] = torch.as_tensor(v).detach().cpu().clone()
     return out

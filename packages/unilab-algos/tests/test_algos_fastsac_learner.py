@@ -237,7 +237,7 @@ def test_temperature_moves_toward_target_entropy():
     a0 = learner.alpha
     learner.update_from_batch(random_batch(5, 16, torch.Generator().manual_seed(3)))
     assert learner.alpha > a0
-    assert learner.target_entropy == 2.0
+    assert learner.state.target_entropy == 2.0
 
 
 @pytest.mark.parametrize("distributional", [True, False])

@@ -53,7 +53,7 @@ def _train(rank: int, world: int, schedule: str, grad_sync, reduce_sum):
         metrics.append(ppo.update())
     params = {f"actor.{k}": v for k, v in ppo.actor.state_dict().items()}
     params.update({f"critic.{k}": v for k, v in ppo.critic.state_dict().items()})
-    return params, ppo.optimizer.state_dict()["state"], metrics, ppo.learning_rate
+    return params, ppo.state.optimizer.state_dict()["state"], metrics, ppo.learning_rate
 
 
 def _dp_body(rank: int, world: int, schedule: str):

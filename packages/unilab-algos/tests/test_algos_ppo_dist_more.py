@@ -111,7 +111,7 @@ def _train(
         metrics.append(ppo.update())
     params = {f"actor.{k}": v for k, v in ppo.actor.state_dict().items()}
     params.update({f"critic.{k}": v for k, v in ppo.critic.state_dict().items()})
-    return params, ppo.optimizer.state_dict()["state"], metrics, ppo.learning_rate
+    return params, ppo.state.optimizer.state_dict()["state"], metrics, ppo.learning_rate
 
 
 class _UnionOfRanksPPO(PPO):
@@ -123,24 +123,21 @@ class _UnionOfRanksPPO(PPO):
 
     def __init__(self, *args, world: int, n_local: int, gen_seeds: list[int], **kwargs) -> None:
         super().__init__(*args, **kwargs)
-        self._world, self._n_local = world, n_local
-        self._rank_gens = [torch.Generator().manual_seed(s) for s in gen_seeds]
+        self.world, self.n_local = world, n_local
+        self.rank_gens = [torch.Generator().manual_seed(s) for s in gen_seeds]
+        self.update_driver.indices = self.union_indices  # the update's mini-batch source
 
-    def _batches(self):  # overrides the learner's private batch source (test-only hook)
-        cfg, n, w = self.config, self._n_local, self._world
-        flat = self.storage.data.flatten(0, 1)
+    def union_indices(self, num_samples: int, generator: torch.Generator | None):
+        cfg, n, w = self.config, self.n_local, self.world
         batcher = FeedForwardBatcher(
             num_mini_batches=cfg.num_mini_batches,
             num_epochs=cfg.num_epochs,
             shuffle=cfg.shuffle,
             remainder=cfg.remainder,
         )
-        num_local = flat.batch_size[0] // w
-        per_rank = [batcher.indices(num_local, g) for g in self._rank_gens]
+        per_rank = [batcher.indices(num_samples // w, g) for g in self.rank_gens]
         for parts in zip(*per_rank, strict=True):
-            idx = torch.cat([(p // n) * (w * n) + r * n + p % n for r, p in enumerate(parts)])
-            mb = flat[idx]
-            yield mb, mb, None, None
+            yield torch.cat([(p // n) * (w * n) + r * n + p % n for r, p in enumerate(parts)])
 
 
 def _dp_recurrent(rank: int, world: int, rnn_type: str, schedule: str):
@@ -285,7 +282,7 @@ def test_union_reference_draws_the_ranks_permutations():
     )
     ref.init_storage(w * n, T)
     ref.storage.data["rewards"] = torch.arange(T * w * n, dtype=torch.float32).view(T, w * n)
-    got = [mb["rewards"].long() for mb, _o, _m, _i in ref._batches()]
+    got = [mb.data["rewards"].long() for mb in ref.update_driver.batches(ref.storage.data, None)]
     assert len(got) == EPOCHS * m == 9
     for j, idx in enumerate(got):
         assert idx.numel() == w * T * n // m == 16

@@ -97,7 +97,7 @@ def _assert_same(ref, ours):
             assert torch.equal(mine[k], theirs[k]), k
     assert ours.learning_rate == ref.learning_rate
     s_ref = ref.optimizer.state_dict()["state"]
-    s_our = ours.optimizer.state_dict()["state"]
+    s_our = ours.state.optimizer.state_dict()["state"]
     assert s_ref.keys() == s_our.keys()
     for i in s_ref:
         for k in ("exp_avg", "exp_avg_sq", "step"):
@@ -224,7 +224,7 @@ def _unilab_rank(rank: int, world: int):
         _collect(ours, scripted_rollout(N, T, DIMS, seed=data_seed), seed=action_seed)
         ours.update()
         lrs.append(ours.learning_rate)
-    return ours.actor.state_dict(), ours.critic.state_dict(), ours.optimizer.state_dict(), lrs
+    return ours.actor.state_dict(), ours.critic.state_dict(), ours.state.optimizer.state_dict(), lrs
 
 
 def _rsl_rl_ranks(monkeypatch):

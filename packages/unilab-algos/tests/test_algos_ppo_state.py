@@ -59,8 +59,7 @@ def _everything(ppo: PPO) -> dict[str, torch.Tensor]:
     out = {}
     for name, mod in zip(("actor", "critic", "rnd"), ppo.replicated_modules(), strict=False):
         out.update({f"{name}.{k}": v for k, v in mod.state_dict().items()})
-    opts = [("opt", ppo.optimizer)] + ([("rnd_opt", ppo.rnd_optimizer)] if ppo.rnd else [])
-    for name, opt in opts:
+    for name, opt in zip(("opt", "rnd_opt"), ppo.optimizers(), strict=False):
         for i, st in opt.state_dict()["state"].items():
             out.update({f"{name}.{i}.{k}": v for k, v in st.items()})
     return out
@@ -93,7 +92,7 @@ def test_checkpoint_loads_across_lr_paths_and_rejects_missing_entries():
     b = _make("default", seed=0)  # device LR
     b.load_state_dict(_roundtrip(sd))
     assert b.learning_rate == a.learning_rate
-    assert b.optimizer.param_groups[0]["lr"] is b.state.lr_opt  # Adam reads the live tensor
+    assert b.state.optimizer.param_groups[0]["lr"] is b.state.lr_opt  # Adam reads the live tensor
     assert b.state.lr_opt.item() == pytest.approx(a.learning_rate, rel=1e-7)
     # the device-LR checkpoint stores floats, not the live tensor
     sd_b = b.state_dict()

@@ -70,3 +70,30 @@ def test_missing_members_names_what_is_missing():
     assert not isinstance(Partial(), OnPolicyLearner)
     with pytest.raises(ValueError, match="learner kind must be one of"):
         missing_members(ppo, "model-based")
+
+
+def test_optimizers_are_every_optimizer_of_the_learner_once():
+    """`optimizers()` (what the replica check compares) lists every optimizer the learner
+    steps, and PPO and FastSAC hold their networks and optimizers once, in their state."""
+    learners = _learners()
+    for name, (learner, _) in learners.items():
+        opts = learner.optimizers()
+        assert opts and all(isinstance(o, torch.optim.Optimizer) for o in opts), name
+        assert len({id(o) for o in opts}) == len(opts), name
+        trained = {id(p) for o in opts for g in o.param_groups for p in g["params"]}
+        for module in learner.replicated_modules():
+            for p in module.parameters():
+                assert not p.requires_grad or id(p) in trained, name
+    ppo, sac = learners["ppo"][0], learners["fastsac"][0]
+    assert ppo.optimizers() == [ppo.state.optimizer]
+    assert sac.optimizers() == [
+        sac.state.critic_optimizer,
+        sac.state.actor_optimizer,
+        sac.state.alpha_optimizer,
+    ]
+    for learner in (ppo, sac):
+        own = vars(learner).values()
+        assert not [v for v in own if isinstance(v, torch.optim.Optimizer)]
+        assert not {id(v) for v in own} & {id(m) for m in learner.replicated_modules()}
+    assert ppo.actor is ppo.state.actor and ppo.critic is ppo.state.critic
+    assert sac.actor is sac.state.actor and sac.critic_target is sac.state.critic_target

@@ -359,7 +359,7 @@ class Runner:
             with unilab_dist.accounting.phase("check"):
                 unilab_dist.check_replicas(
                     replica_state(self.learner.replicated_modules()),
-                    learner_optimizers(self.learner),
+                    self.learner.optimizers(),
                 )
         except unilab_dist.ReplicaMismatchError as e:
             raise unilab_dist.ReplicaMismatchError(
@@ -551,11 +551,6 @@ def replica_state(modules: list[torch.nn.Module]) -> dict[str, TensorDict]:
                 tensors[name] = buf
         out[f"{type(module).__name__}[{i}]"] = TensorDict(tensors, batch_size=[])
     return out
-
-
-def learner_optimizers(learner: Learner) -> list[torch.optim.Optimizer]:
-    """The learner's optimizers (its attributes that are one), in attribute order."""
-    return [v for v in vars(learner).values() if isinstance(v, torch.optim.Optimizer)]
 
 
 def _learner_key(key: str) -> str:

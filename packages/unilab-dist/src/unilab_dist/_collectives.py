@@ -38,7 +38,7 @@ def _nbytes(t: torch.Tensor) -> int:
     return t.numel() * t.element_size()
 
 
-def _run(name: str, nbytes: int, fn: Callable[[], T]) -> T:
+def run_collective(name: str, nbytes: int, fn: Callable[[], T]) -> T:
     """Issue one collective: account for it, and turn a timeout into CollectiveTimeoutError."""
     accounting.record(nbytes)
     try:
@@ -81,7 +81,9 @@ def all_reduce_(
     _check_op(op)
     if not is_distributed(group):
         return t
-    _run(name or f"all_reduce[{op}]", _nbytes(t), lambda: dist.all_reduce(t, _reduce_op(op), group))
+    run_collective(
+        name or f"all_reduce[{op}]", _nbytes(t), lambda: dist.all_reduce(t, _reduce_op(op), group)
+    )
     if op == "mean":
         t.div_(dist.get_world_size(group))
     return t
@@ -191,7 +193,7 @@ def all_gather_tensor(tensor: torch.Tensor, group: dist.ProcessGroup | None = No
     world = dist.get_world_size(group)
     out = torch.empty((world, *src.shape), dtype=src.dtype, device=dev)
     parts = list(out.unbind(0))
-    _run("all_gather", _nbytes(src), lambda: dist.all_gather(parts, src, group))
+    run_collective("all_gather", _nbytes(src), lambda: dist.all_gather(parts, src, group))
     return out.to(tensor.device)
 
 
@@ -201,7 +203,7 @@ def broadcast_(
     """In-place broadcast of a contiguous tensor on the group's comm device. Returns `t`."""
     if not is_distributed(group):
         return t
-    _run(name or "broadcast", _nbytes(t), lambda: dist.broadcast(t, src, group))
+    run_collective(name or "broadcast", _nbytes(t), lambda: dist.broadcast(t, src, group))
     return t
 
 

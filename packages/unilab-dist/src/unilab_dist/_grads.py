@@ -18,7 +18,7 @@ from typing import Literal
 import torch
 import torch.distributed as dist
 
-from ._collectives import _run, comm_device
+from ._collectives import comm_device, run_collective
 from ._context import is_distributed
 
 __all__ = ["GradAllReduce"]
@@ -159,7 +159,7 @@ class GradAllReduce:
                 buf[n : n + extra_numel].copy_(extra.detach().reshape(-1))
             if last and keep_none:
                 buf[n + extra_numel :].copy_(torch.tensor(present, dtype=buf.dtype))
-            _run(
+            run_collective(
                 "grad_all_reduce",
                 buf.numel() * buf.element_size(),
                 lambda buf=buf: dist.all_reduce(buf, dist.ReduceOp.SUM, self.group),

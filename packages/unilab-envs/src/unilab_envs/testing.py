@@ -2,8 +2,9 @@
 
 Usable by third parties: any object with `num_envs`, `device`, `action_dim`,
 `observation_shapes`, `max_episode_steps`, `step_dt`, `reset()` and `step(action)` returning
-TensorDicts as documented in `unilab_envs.VecEnv` passes. Raises AssertionError naming the
-first violation. Pass `make_env` (a zero-argument factory of a fresh env with the same seed)
+TensorDicts as documented in `unilab_envs.VecEnv` passes. Raises `EnvContractError` (an
+`AssertionError`) naming the first violation: the key and the shape, dtype, device or values
+that differ. Pass `make_env` (a zero-argument factory of a fresh env with the same seed)
 to also check determinism: two envs driven by the same actions must give bitwise equal output.
 """
 
@@ -23,6 +24,7 @@ import torch
 from tensordict import TensorDict
 
 __all__ = [
+    "EnvContractError",
     "StepLaunches",
     "check_vec_env",
     "count_step_launches",
@@ -36,6 +38,37 @@ __all__ = [
 _STEP_KEYS = ("reward", "terminated", "truncated", "done")
 
 
+class EnvContractError(AssertionError):
+    """An env output that breaks UniLab's env contract; the message names the key and what
+    differs (shape, dtype, device or values). An `AssertionError`, so test runners report it as
+    a failed check, but raised explicitly: it also fires under `python -O`."""
+
+
+def _require(ok: bool, message: str) -> None:
+    if not ok:
+        raise EnvContractError(message)
+
+
+def _check_tensor(
+    td: TensorDict, key: Any, shape: tuple[int, ...], dtype: torch.dtype, device: torch.device
+) -> torch.Tensor:
+    """`td[key]`, which must exist with exactly this shape, dtype and device."""
+    name = _name(key)
+    _require(key in td.keys(include_nested=True), f"env output lacks {name!r}")
+    x = td[key]
+    got = (tuple(x.shape), x.dtype, x.device)
+    if got != (shape, dtype, device):
+        raise EnvContractError(
+            f"{name}: got shape {got[0]} {got[1]} on {got[2]}, expected shape {shape} {dtype} "
+            f"on {device}"
+        )
+    return x
+
+
+def _name(key: Any) -> str:
+    return "/".join(key) if isinstance(key, tuple) else str(key)
+
+
 def _actions(env: Any, steps: int, seed: int) -> list[torch.Tensor]:
     gen = torch.Generator().manual_seed(seed)
     return [
@@ -45,41 +78,44 @@ def _actions(env: Any, steps: int, seed: int) -> list[torch.Tensor]:
 
 
 def _check_obs(env: Any, td: TensorDict, key: str) -> None:
-    assert key in td.keys(include_nested=True), f"missing {key!r} in env output"
+    _require(key in td.keys(), f"env output lacks {key!r}")  # noqa: SIM118
     for group, shape in env.observation_shapes.items():
-        x = td[key, group]
-        assert x.shape == (env.num_envs, *shape), f"{key}/{group}: shape {tuple(x.shape)}"
-        assert x.dtype == torch.float32, f"{key}/{group}: dtype {x.dtype}"
-        assert x.device == env.device, f"{key}/{group}: device {x.device} != {env.device}"
-        assert bool(torch.isfinite(x).all()), f"{key}/{group}: non-finite values"
+        x = _check_tensor(td, (key, group), (env.num_envs, *shape), torch.float32, env.device)
+        _require(bool(torch.isfinite(x).all()), f"{key}/{group}: non-finite values")
 
 
 def _check_step(env: Any, td: TensorDict) -> None:
-    n = env.num_envs
-    assert tuple(td.batch_size) == (n,), f"batch_size {tuple(td.batch_size)} != ({n},)"
+    n, dev = env.num_envs, env.device
+    _require(tuple(td.batch_size) == (n,), f"batch_size {tuple(td.batch_size)}, expected ({n},)")
     _check_obs(env, td, "obs")
     _check_obs(env, td, "final_obs")
-    assert td["reward"].shape == (n,) and td["reward"].dtype == torch.float32, "reward: float32 [N]"
-    assert bool(torch.isfinite(td["reward"]).all()), "reward: non-finite values"
+    reward = _check_tensor(td, "reward", (n,), torch.float32, dev)
+    _require(bool(torch.isfinite(reward).all()), "reward: non-finite values")
     for key in ("terminated", "truncated", "done"):
-        assert td[key].shape == (n,) and td[key].dtype == torch.bool, f"{key}: bool [N]"
-        assert td[key].device == env.device, f"{key}: device"
-    assert torch.equal(td["done"], td["terminated"] | td["truncated"]), (
-        "done != terminated | truncated"
+        _check_tensor(td, key, (n,), torch.bool, dev)
+    _require(
+        torch.equal(td["done"], td["terminated"] | td["truncated"]),
+        "done: differs from terminated | truncated",
     )
     for key in ("return", "length"):
-        x = td["episode", key]
-        assert x.shape == (n,) and x.dtype == torch.float32, f"episode/{key}: float32 [N]"
-        assert bool((x[~td["done"]] == 0).all()), f"episode/{key} nonzero where not done"
+        x = _check_tensor(td, ("episode", key), (n,), torch.float32, dev)
+        _require(bool((x[~td["done"]] == 0).all()), f"episode/{key}: nonzero where not done")
     length = td["episode", "length"][td["done"]]
-    assert bool((length >= 1).all()), "finished episode with length < 1"
-    assert bool((length <= env.max_episode_steps).all()), "episode longer than max_episode_steps"
+    _require(bool((length >= 1).all()), "episode/length: a finished episode shorter than 1 step")
+    _require(
+        bool((length <= env.max_episode_steps).all()),
+        f"episode/length: longer than max_episode_steps={env.max_episode_steps}",
+    )
     trunc_len = td["episode", "length"][td["truncated"]]
-    assert bool((trunc_len == env.max_episode_steps).all()), "truncated before the time limit"
+    _require(
+        bool((trunc_len == env.max_episode_steps).all()),
+        f"truncated: before the time limit (episode/length {trunc_len.tolist()[:4]})",
+    )
     not_done = ~td["done"]
     for group in env.observation_shapes:
-        assert torch.equal(td["final_obs", group][not_done], td["obs", group][not_done]), (
-            f"final_obs/{group} differs from obs where not done"
+        _require(
+            torch.equal(td["final_obs", group][not_done], td["obs", group][not_done]),
+            f"final_obs/{group}: differs from obs/{group} where not done",
         )
 
 
@@ -100,14 +136,21 @@ def check_vec_env(
     the env has `state_dict` / `load_state_dict`, that a restored state continues bitwise like
     the original; and, with `make_env`, bitwise determinism of two fresh envs under the same
     actions.
-    Returns {"steps", "episodes", "terminated", "truncated"} counts seen.
+    Returns {"steps", "episodes", "terminated", "truncated"} counts seen. Raises
+    `EnvContractError` at the first violation, naming the key and what differs.
     """
     n = env.num_envs
-    assert isinstance(n, int) and n >= 1, "num_envs must be a positive int"
-    assert isinstance(env.device, torch.device), "device must be a torch.device"
-    assert isinstance(env.action_dim, int) and env.action_dim >= 1, "action_dim must be int >= 1"
-    assert env.observation_shapes, "observation_shapes is empty"
-    assert env.step_dt > 0, "step_dt must be > 0"
+    _require(isinstance(n, int) and n >= 1, f"num_envs: must be a positive int, got {n!r}")
+    _require(
+        isinstance(env.device, torch.device),
+        f"device: must be a torch.device, got {type(env.device).__name__}",
+    )
+    _require(
+        isinstance(env.action_dim, int) and env.action_dim >= 1,
+        f"action_dim: must be an int >= 1, got {env.action_dim!r}",
+    )
+    _require(bool(env.observation_shapes), "observation_shapes: empty")
+    _require(env.step_dt > 0, f"step_dt: must be > 0, got {env.step_dt!r}")
     td = env.reset()
     _check_obs(env, td, "obs")
     try:
@@ -115,7 +158,9 @@ def check_vec_env(
     except ValueError:
         pass
     else:
-        raise AssertionError("a wrong action shape did not raise ValueError")
+        raise EnvContractError(
+            f"step: an action of shape ({n + 1}, {env.action_dim}) did not raise ValueError"
+        )
     running = torch.zeros(n, dtype=torch.float64, device=env.device)
     counts = {"steps": 0, "episodes": 0, "terminated": 0, "truncated": 0}
     for action in _actions(env, steps, seed):
@@ -126,8 +171,10 @@ def check_vec_env(
         if bool(done.any()):
             expected = running[done].float()
             got = out["episode", "return"][done]
-            assert torch.allclose(got, expected, rtol=1e-4, atol=1e-3), (
-                f"episode return {got.tolist()[:4]} != summed rewards {expected.tolist()[:4]}"
+            _require(
+                torch.allclose(got, expected, rtol=1e-4, atol=1e-3),
+                f"episode/return: {got.tolist()[:4]} differs from the summed rewards "
+                f"{expected.tolist()[:4]}",
             )
             running[done] = 0
         counts["steps"] += 1
@@ -149,9 +196,9 @@ def _check_state_round_trip(env: Any, *, steps: int, seed: int) -> None:
     for t, action in enumerate(actions):
         again = env.step(action.clone())
         for key in first[t].keys(include_nested=True, leaves_only=True):
-            assert torch.equal(first[t][key], again[key]), (
-                f"load_state_dict(state_dict()) does not continue bitwise: {key} differs at "
-                f"step {t}"
+            _require(
+                torch.equal(first[t][key], again[key]),
+                f"{_name(key)}: differs at step {t} after load_state_dict(state_dict()) (not bitwise)",
             )
 
 
@@ -163,7 +210,11 @@ def _check_determinism(make_env: Callable[[], Any], *, steps: int, seed: int) ->
             o.append(e.step(action.clone()))
     for t, (a, b) in enumerate(zip(*outs)):
         for key in a.keys(include_nested=True, leaves_only=True):
-            assert torch.equal(a[key], b[key]), f"not deterministic: {key} differs at step {t}"
+            _require(
+                torch.equal(a[key], b[key]),
+                f"{_name(key)}: differs at step {t} between two envs under the same actions "
+                "(not deterministic)",
+            )
 
 
 @functools.cache

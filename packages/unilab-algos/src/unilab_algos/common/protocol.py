@@ -48,6 +48,8 @@ class Learner(Protocol):
     - `train_mode()` / `eval_mode()`: before collecting / before playing.
     - `replicated_modules()`: the modules that must be identical on every rank (broadcast at
       start, checked by the replica check, fingerprinted on resume).
+    - `optimizers()`: the optimizers whose state must be identical on every rank (the replica
+      check compares it), in a fixed order.
     - `policy_module()`: the deterministic policy `obs [B, D] -> action [B, A]` (normalizer
       included) that play, evaluation and ONNX export run; it shares the learner's parameters.
     - `state_dict()` / `load_state_dict(state)`: everything needed to resume this rank.
@@ -67,6 +69,8 @@ class Learner(Protocol):
     def eval_mode(self) -> None: ...
 
     def replicated_modules(self) -> list[nn.Module]: ...
+
+    def optimizers(self) -> list[torch.optim.Optimizer]: ...
 
     def policy_module(self) -> nn.Module: ...
 

@@ -261,6 +261,10 @@ class Distillation:
     def replicated_modules(self) -> list[nn.Module]:
         return [self.student, self.teacher]
 
+    def optimizers(self) -> list[torch.optim.Optimizer]:
+        """The student's optimizer (the teacher is frozen)."""
+        return [self.optimizer]
+
     def policy_module(self) -> nn.Module:
         """The student as an export module (normalizer included), like `PPO.policy_module`."""
         if self.student.is_recurrent:

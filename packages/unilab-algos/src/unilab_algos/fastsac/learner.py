@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import contextlib
 import copy
-import math
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -18,22 +16,17 @@ from unilab_storage import ReplayShard, split_global
 from ..common.cuda_graphs import CaptureStatus, CudaGraphs, GraphBackend
 from ..common.normalizer import EmpiricalNormalizer, update_normalizers
 from ..common.sync import GradSync, ReduceSum
-from ._step import BATCH_KEYS, METRICS, apply_step, forward_backward
+from ._step import BATCH_KEYS, METRICS, FastSACState, apply_step, forward_backward
 from .config import FastSACConfig
-from .networks import DeterministicPolicy, GroupNormalizers, QEnsemble, SquashedGaussianActor
+from .networks import (
+    DeterministicPolicy,
+    GroupNormalizers,
+    QEnsemble,
+    SquashedGaussianActor,
+    Temperature,
+)
 
 __all__ = ["FastSAC"]
-
-
-class Temperature(nn.Module):
-    """Holds the trainable `log_alpha` `(1,)` so that it is broadcast and saved like a module."""
-
-    def __init__(self, alpha_init: float) -> None:
-        super().__init__()
-        self.log_alpha = nn.Parameter(torch.tensor([math.log(alpha_init)]))
-
-    def forward(self) -> torch.Tensor:
-        return self.log_alpha.exp()
 
 
 class FastSAC:
@@ -56,6 +49,10 @@ class FastSAC:
         grad_sync, reduce_sum: injected collectives, or None for one process.
         graph_backend: the CUDA-graph machinery of the captured update (default CUDA's;
             `unilab_algos.common.RerunBackend` runs the captured path without graphs).
+
+    The networks, optimizers and static gradients live once, in `state` (a `FastSACState`,
+    what the step functions take); `actor`, `critic` and `critic_target` read them from it,
+    `optimizers()` lists the three AdamW.
 
     Multi-rank semantics: each rank samples `batch_size / world_size` transitions from its own
     replay shard; critic gradients are averaged on every critic update and critic + actor +
@@ -101,9 +98,8 @@ class FastSAC:
             capacity = cfg.transitions_per_env * num_envs
         else:
             capacity = split_global(cfg.replay_capacity, world_size, "replay_capacity")
-        self.target_entropy = -cfg.target_entropy_ratio * action_dim
-        self._build_modules(reduce_sum)
-        self._build_optimizers()
+        self.normalizers = self._build_normalizers(reduce_sum)
+        self.state = self._build_state(-cfg.target_entropy_ratio * action_dim)
         self.replay = ReplayShard(
             capacity, self._template(), self.device, n_step=cfg.n_step, gamma=cfg.gamma
         )
@@ -125,11 +121,11 @@ class FastSAC:
         self._bodies = {
             with_actor: (
                 self._graphs.body(
-                    lambda w=with_actor: forward_backward(self, self._inputs, w),
+                    lambda w=with_actor: forward_backward(self.state, self._inputs, w),
                     f"forward/backward ({'actor' if with_actor else 'critic'} step)",
                 ),
                 self._graphs.body(
-                    lambda w=with_actor: apply_step(self, w),
+                    lambda w=with_actor: apply_step(self.state, w),
                     f"apply ({'actor' if with_actor else 'critic'} step)",
                 ),
             )
@@ -137,28 +133,8 @@ class FastSAC:
         }
 
     # ----------------------------------------------------------------- construction
-    def _build_modules(self, reduce_sum: ReduceSum | None) -> None:
+    def _build_normalizers(self, reduce_sum: ReduceSum | None) -> nn.ModuleDict:
         cfg, dev = self.config, self.device
-        self.actor = SquashedGaussianActor(
-            sum(self.obs_dims[g] for g in cfg.actor_obs),
-            self.action_dim,
-            cfg.actor_hidden,
-            layer_norm=cfg.layer_norm,
-            log_std_min=cfg.log_std_min,
-            log_std_max=cfg.log_std_max,
-        ).to(dev)
-        self.critic = QEnsemble(
-            sum(self.obs_dims[g] for g in cfg.critic_obs),
-            self.action_dim,
-            cfg.critic_hidden,
-            num_q=cfg.num_q,
-            num_atoms=cfg.num_atoms if cfg.distributional else 1,
-            v_min=cfg.v_min,
-            v_max=cfg.v_max,
-            layer_norm=cfg.layer_norm,
-        ).to(dev)
-        self.critic_target = copy.deepcopy(self.critic).requires_grad_(False)
-        self.temperature = Temperature(cfg.alpha_init).to(dev)
         norms: dict[str, nn.Module] = {}
         for g in self.groups:
             if not cfg.normalize_obs:
@@ -168,26 +144,38 @@ class FastSAC:
                 norms[g] = EmpiricalNormalizer(
                     self.obs_dims[g], eps=cfg.normalizer_eps, reduce_sum=reducer
                 ).to(dev)
-        self.normalizers = nn.ModuleDict(norms)
-        self.critic_params = list(self.critic.parameters())
-        self.target_params = list(self.critic_target.parameters())
-        self.actor_params = list(self.actor.parameters())
+        return nn.ModuleDict(norms)
+
+    def _build_state(self, target_entropy: float) -> FastSACState:
+        """Networks, optimizers and static gradient tensors: the one `FastSACState`."""
+        cfg, dev = self.config, self.device
+        actor = SquashedGaussianActor(
+            sum(self.obs_dims[g] for g in cfg.actor_obs),
+            self.action_dim,
+            cfg.actor_hidden,
+            layer_norm=cfg.layer_norm,
+            log_std_min=cfg.log_std_min,
+            log_std_max=cfg.log_std_max,
+        ).to(dev)
+        critic = QEnsemble(
+            sum(self.obs_dims[g] for g in cfg.critic_obs),
+            self.action_dim,
+            cfg.critic_hidden,
+            num_q=cfg.num_q,
+            num_atoms=cfg.num_atoms if cfg.distributional else 1,
+            v_min=cfg.v_min,
+            v_max=cfg.v_max,
+            layer_norm=cfg.layer_norm,
+        ).to(dev)
+        critic_target = copy.deepcopy(critic).requires_grad_(False)
+        temperature = Temperature(cfg.alpha_init).to(dev)
+        critic_params = list(critic.parameters())
+        actor_params = list(actor.parameters())
         if cfg.autotune:
-            self.actor_params.append(self.temperature.log_alpha)
+            actor_params.append(temperature.log_alpha)
         # Static gradient tensors: written in place by every step (and by CUDA graphs).
-        for p in self.critic_params + self.actor_params:
+        for p in critic_params + actor_params:
             p.grad = torch.zeros_like(p)
-        self._grads = {
-            False: [p.grad for p in self.critic_params],
-            True: [p.grad for p in self.critic_params + self.actor_params],
-        }
-
-    def _optimizer_flags(self) -> dict[str, bool]:
-        cuda = self.device.type == "cuda"
-        return {"fused": cuda, "capturable": cuda and self.config.capture != "none"}
-
-    def _build_optimizers(self) -> None:
-        cfg = self.config
         flags = self._optimizer_flags()
         if not flags["fused"]:
             flags = {"foreach": True}
@@ -197,11 +185,29 @@ class FastSAC:
                 params, lr=lr, betas=cfg.betas, eps=cfg.adam_eps, weight_decay=wd, **flags
             )
 
-        self.critic_optimizer = adamw(self.critic_params, cfg.critic_lr, cfg.weight_decay)
-        self.actor_optimizer = adamw(list(self.actor.parameters()), cfg.actor_lr, cfg.weight_decay)
-        self.alpha_optimizer = adamw(
-            [self.temperature.log_alpha], cfg.alpha_lr, cfg.alpha_weight_decay
+        return FastSACState(
+            config=cfg,
+            device=dev,
+            actor=actor,
+            critic=critic,
+            critic_target=critic_target,
+            temperature=temperature,
+            critic_optimizer=adamw(critic_params, cfg.critic_lr, cfg.weight_decay),
+            actor_optimizer=adamw(list(actor.parameters()), cfg.actor_lr, cfg.weight_decay),
+            alpha_optimizer=adamw([temperature.log_alpha], cfg.alpha_lr, cfg.alpha_weight_decay),
+            critic_params=critic_params,
+            actor_params=actor_params,
+            target_params=list(critic_target.parameters()),
+            grads={
+                False: [p.grad for p in critic_params],
+                True: [p.grad for p in critic_params + actor_params],
+            },
+            target_entropy=target_entropy,
         )
+
+    def _optimizer_flags(self) -> dict[str, bool]:
+        cuda = self.device.type == "cuda"
+        return {"fused": cuda, "capturable": cuda and self.config.capture != "none"}
 
     def _template(self) -> TensorDict:
         n, dev = self.num_envs, self.device
@@ -220,15 +226,25 @@ class FastSAC:
         )
 
     # ----------------------------------------------------------------- runner API
-    def grads_for(self, with_actor: bool) -> list[torch.Tensor]:
-        """The static gradient tensors a step of this kind writes (critic [+ actor, alpha])."""
-        return self._grads[with_actor]
+    @property
+    def actor(self) -> SquashedGaussianActor:
+        """The policy network: `state.actor`."""
+        return self.state.actor
 
-    def autocast(self) -> contextlib.AbstractContextManager:
-        """bf16 autocast when `config.bf16` (cache disabled: required inside CUDA graphs)."""
-        return torch.autocast(
-            self.device.type, dtype=torch.bfloat16, enabled=self.config.bf16, cache_enabled=False
-        )
+    @property
+    def critic(self) -> QEnsemble:
+        """The online Q ensemble: `state.critic`."""
+        return self.state.critic
+
+    @property
+    def critic_target(self) -> QEnsemble:
+        """The target Q ensemble (Polyak-averaged): `state.critic_target`."""
+        return self.state.critic_target
+
+    def optimizers(self) -> list[torch.optim.Optimizer]:
+        """The critic's, the actor's and the temperature's AdamW, in that order."""
+        st = self.state
+        return [st.critic_optimizer, st.actor_optimizer, st.alpha_optimizer]
 
     def train_mode(self) -> None:
         """Modules in training mode (the learner's state as built; the runner calls it)."""
@@ -242,7 +258,8 @@ class FastSAC:
 
     def replicated_modules(self) -> list[nn.Module]:
         """Modules whose parameters and buffers must be identical on all ranks."""
-        mods: list[nn.Module] = [self.actor, self.critic, self.critic_target, self.temperature]
+        st = self.state
+        mods: list[nn.Module] = [st.actor, st.critic, st.critic_target, st.temperature]
         return mods + [m for m in self.normalizers.values() if not isinstance(m, nn.Identity)]
 
     def policy_module(self) -> nn.Module:
@@ -261,7 +278,7 @@ class FastSAC:
     @property
     def alpha(self) -> float:
         """Current entropy temperature (host sync)."""
-        return float(self.temperature.log_alpha.detach().exp())
+        return float(self.state.temperature.log_alpha.detach().exp())
 
     @torch.no_grad()
     def act(self, obs: TensorDictBase, deterministic: bool = False) -> torch.Tensor:
@@ -270,7 +287,7 @@ class FastSAC:
         Stochastic actions use the global torch RNG of the device.
         """
         x = self._input(self.config.actor_obs, lambda g: _group(obs, g).to(self.device))
-        with self.autocast():
+        with self.state.autocast():
             if deterministic:
                 a = self.actor(x)
             else:
@@ -364,7 +381,9 @@ class FastSAC:
                 # Metrics ride in the last gradient all-reduce: global means at no extra cost.
                 total = m if acc is None else acc + m
                 if self.grad_sync is not None:
-                    out = self.grad_sync(self._sync_params(with_actor), total if last else None)
+                    out = self.grad_sync(
+                        self.state.sync_params(with_actor), total if last else None
+                    )
                     self._check_static_grads(with_actor)
                     if last:
                         total = out
@@ -389,11 +408,9 @@ class FastSAC:
         return out
 
     # ----------------------------------------------------------------- internals
-    def _sync_params(self, with_actor: bool) -> list[nn.Parameter]:
-        return self.critic_params + self.actor_params if with_actor else self.critic_params
-
     def _check_static_grads(self, with_actor: bool) -> None:
-        for p, g in zip(self._sync_params(with_actor), self._grads[with_actor], strict=True):
+        st = self.state
+        for p, g in zip(st.sync_params(with_actor), st.grads[with_actor], strict=True):
             if p.grad is not g:  # a grad_sync that replaced .grad: restore the static tensor
                 g.copy_(p.grad)
                 p.grad = g
@@ -446,8 +463,8 @@ class FastSAC:
         """One update: forward/backward, `sync` (collective + metrics), optimizer steps."""
         fb, apply = self._bodies[with_actor]
         if not self._graphs.status.active:
-            metrics = sync(forward_backward(self, b, with_actor))
-            apply_step(self, with_actor)
+            metrics = sync(forward_backward(self.state, b, with_actor))
+            apply_step(self.state, with_actor)
             return metrics
         if not self._inputs:
             self._inputs = {k: torch.empty_like(b[k]) for k in BATCH_KEYS}
@@ -461,14 +478,15 @@ class FastSAC:
         """Everything needed to resume: networks, targets, temperature, optimizers,
         normalizers, counters, the sampling generator, the config and (optionally) the replay
         shard's data."""
+        st = self.state
         state: dict[str, Any] = {
-            "actor": self.actor.state_dict(),
-            "critic": self.critic.state_dict(),
-            "critic_target": self.critic_target.state_dict(),
-            "temperature": self.temperature.state_dict(),
-            "actor_optimizer": self.actor_optimizer.state_dict(),
-            "critic_optimizer": self.critic_optimizer.state_dict(),
-            "alpha_optimizer": self.alpha_optimizer.state_dict(),
+            "actor": st.actor.state_dict(),
+            "critic": st.critic.state_dict(),
+            "critic_target": st.critic_target.state_dict(),
+            "temperature": st.temperature.state_dict(),
+            "actor_optimizer": st.actor_optimizer.state_dict(),
+            "critic_optimizer": st.critic_optimizer.state_dict(),
+            "alpha_optimizer": st.alpha_optimizer.state_dict(),
             "normalizers": self.normalizers.state_dict(),
             "counters": {
                 "env_steps": self.env_steps,
@@ -488,10 +506,11 @@ class FastSAC:
         missing = [k for k in _STATE_KEYS if k not in state]
         if missing:
             raise KeyError(f"FastSAC state lacks {missing}")
-        self.actor.load_state_dict(state["actor"])
-        self.critic.load_state_dict(state["critic"])
-        self.critic_target.load_state_dict(state["critic_target"])
-        self.temperature.load_state_dict(state["temperature"])
+        st = self.state
+        st.actor.load_state_dict(state["actor"])
+        st.critic.load_state_dict(state["critic"])
+        st.critic_target.load_state_dict(state["critic_target"])
+        st.temperature.load_state_dict(state["temperature"])
         self.normalizers.load_state_dict(state["normalizers"])
         flags = self._optimizer_flags()
         for name in ("actor_optimizer", "critic_optimizer", "alpha_optimizer"):
@@ -500,7 +519,7 @@ class FastSAC:
                 group["capturable"] = flags["capturable"]
                 group["fused"] = flags["fused"] or None
                 group["foreach"] = None if flags["fused"] else True
-            getattr(self, name).load_state_dict(sd)
+            getattr(st, name).load_state_dict(sd)
         counters = state["counters"]
         self.env_steps = int(counters["env_steps"])
         self.critic_updates = int(counters["critic_updates"])
@@ -513,9 +532,9 @@ class FastSAC:
 
     def parameters(self) -> Iterator[nn.Parameter]:
         """All trainable parameters (actor, critic, log-temperature)."""
-        yield from self.critic_params
-        yield from self.actor.parameters()
-        yield self.temperature.log_alpha
+        yield from self.state.critic_params
+        yield from self.state.actor.parameters()
+        yield self.state.temperature.log_alpha
 
 
 _STATE_KEYS = (

@@ -15,6 +15,7 @@ __all__ = [
     "GroupNormalizers",
     "QEnsemble",
     "SquashedGaussianActor",
+    "Temperature",
     "layer_norm_mlp",
 ]
 
@@ -32,6 +33,17 @@ def layer_norm_mlp(
         layers += [nn.Linear(a, b), nn.LayerNorm(b) if layer_norm else nn.Identity(), nn.SiLU()]
     layers.append(nn.Linear(dims[-1], out_dim))
     return nn.Sequential(*layers)
+
+
+class Temperature(nn.Module):
+    """Holds the trainable `log_alpha` `(1,)` so that it is broadcast and saved like a module."""
+
+    def __init__(self, alpha_init: float) -> None:
+        super().__init__()
+        self.log_alpha = nn.Parameter(torch.tensor([math.log(alpha_init)]))
+
+    def forward(self) -> torch.Tensor:
+        return self.log_alpha.exp()
 
 
 class SquashedGaussianActor(nn.Module):

@@ -2,9 +2,9 @@
 
 The update of one mini-batch is `forward_backward` -> `sync_grads` (the collective) ->
 `apply_update`; one env step of collection is `act` -> (env) -> `observe_normalizers` +
-`step_rewards`. The learner's eager path calls these directly; its captured paths
-(`_capture.py`, `_rollout.py`) call the same functions on static buffers inside CUDA-graph
-bodies. Nothing here reads the device on the device-LR path.
+`step_rewards`. The update driver (`_update.py`) runs the update's functions as CUDA-graph
+bodies (eagerly where nothing is captured); the learner's eager rollout calls the rollout's
+directly and its captured rollout (`_rollout.py`) on static buffers inside graph bodies. Nothing here reads the device on the device-LR path.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from .networks import RND
 from .schedule import adaptive_lr, adaptive_lr_tensor
 
 __all__ = [
+    "ACC_METRICS",
     "PPOState",
     "act",
     "adapt_lr",
@@ -36,7 +37,11 @@ __all__ = [
     "step_rewards",
     "sync_grads",
     "time_out_bootstrap",
+    "trainable_params",
 ]
+
+ACC_METRICS = ("value", "surrogate", "entropy", "kl", "rnd")
+"""The sums in `PPOState.acc`, in order."""
 
 
 @attrs.define(eq=False, kw_only=True)
@@ -58,8 +63,18 @@ class PPOState:
     lr: torch.Tensor | None = None
     lr_opt: torch.Tensor | None = None
     lr_float: float = 0.0
-    acc: torch.Tensor = attrs.field(factory=lambda: torch.zeros(5, dtype=torch.float64))
-    """Sums over the update's mini-batches: value, surrogate, entropy, KL, RND (float64)."""
+    acc: torch.Tensor = attrs.field(
+        factory=lambda: torch.zeros(len(ACC_METRICS), dtype=torch.float64)
+    )
+    """Sums over the update's mini-batches of the `ACC_METRICS` (float64)."""
+
+
+def trainable_params(st: PPOState) -> list[nn.Parameter]:
+    """The parameters an update trains and `grad_sync` averages: actor, critic, RND predictor."""
+    params = [*st.actor.parameters(), *st.critic.parameters()]
+    if st.rnd is not None:
+        params += list(st.rnd.predictor.parameters())
+    return [p for p in params if p.requires_grad]
 
 
 def cat_groups(obs: Mapping[str, torch.Tensor] | TensorDictBase, groups: Sequence[str]):

@@ -25,31 +25,23 @@ import torch
 from tensordict import TensorDict, TensorDictBase
 from torch import nn
 
-from unilab_storage import (
-    FeedForwardBatcher,
-    RecurrentBatcher,
-    RolloutStorage,
-    compute_gae,
-    normalize_advantages,
-)
+from unilab_storage import RolloutStorage, compute_gae, normalize_advantages
 
 from ..common.cuda_graphs import CaptureMode, CaptureStatus, CudaGraphs, GraphBackend
 from ..common.models import GaussianActor, ValueCritic
 from ..common.normalizer import update_normalizers
 from ..common.sync import GradSync, ReduceSum
-from ._capture import CapturedUpdate
 from ._rollout import CapturedRollout
 from ._step import (
+    ACC_METRICS,
     PPOState,
     act,
-    apply_update,
     cat_groups,
-    forward_backward,
     normalizers_with_until,
     rollout_normalizers,
     step_rewards,
-    sync_grads,
 )
+from ._update import UpdateDriver
 from .config import PPOConfig
 from .networks import (
     RND,
@@ -90,8 +82,9 @@ class PPO:
 
     Attributes: `learning_rate` (float property; on the device-LR path reading it syncs),
     `capture_status` (`{"update": CaptureStatus, "rollout": CaptureStatus}`, see `PPOConfig`),
-    `state` (the `PPOState` the step functions run on; `actor`, `critic`, `optimizer`, ...
-    are its members).
+    `state` (the `PPOState` the step functions run on: it holds the networks and optimizers,
+    once; `actor`, `critic` and `rnd` read them from it), `optimizers()`, `update_driver`
+    (the `UpdateDriver` that runs `update()`'s mini-batches, eager or captured).
     """
 
     def __init__(
@@ -122,7 +115,7 @@ class PPO:
         self.obs_shapes = {k: tuple(v) for k, v in obs_shapes.items()}
         obs_reduce = reduce_sum if cfg.obs_norm_scope == "global" else None
         self.adv_reduce = reduce_sum if cfg.advantage_norm_scope == "global" else None
-        self.actor: GaussianActor = build_actor(
+        actor = build_actor(
             obs_dim(obs_shapes, cfg.actor_obs),
             action_dim,
             cfg.actor,
@@ -130,14 +123,12 @@ class PPO:
             norm_mode=cfg.obs_norm_mode,
             reduce_sum=obs_reduce,
         ).to(self.device)
-        self.critic: ValueCritic = build_critic(
+        critic = build_critic(
             obs_dim(obs_shapes, cfg.critic_obs),
             cfg.critic,
             norm_mode=cfg.obs_norm_mode,
             reduce_sum=obs_reduce,
         ).to(self.device)
-        self.actor_td = td_module(self.actor, cfg.actor_obs, "mean")
-        self.critic_td = td_module(self.critic, cfg.critic_obs, "values")
         update_status = self._capture_check()
         opt_kw: dict[str, Any] = {}
         if cfg.lr_on_device:  # fused Adam: one kernel for all parameters, reads the LR tensor
@@ -148,37 +139,36 @@ class PPO:
         if cfg.lr_on_device:
             lr = torch.tensor(cfg.learning_rate, dtype=torch.float64, device=self.device)
             lr_opt = lr.to(torch.float32)
-        self.optimizer = torch.optim.Adam(
-            chain(self.actor.parameters(), self.critic.parameters()),
+        optimizer = torch.optim.Adam(
+            chain(actor.parameters(), critic.parameters()),
             lr=lr_opt if lr_opt is not None else cfg.learning_rate,
             **opt_kw,
         )
-        self.rnd: RND | None = None
-        self.rnd_optimizer: torch.optim.Optimizer | None = None
+        rnd: RND | None = None
+        rnd_optimizer: torch.optim.Optimizer | None = None
         if cfg.rnd is not None:
-            dim = obs_dim(obs_shapes, cfg.rnd.obs)
-            self.rnd = RND(dim, cfg.rnd, obs_reduce).to(self.device)
-            self.rnd_optimizer = torch.optim.Adam(
-                self.rnd.predictor.parameters(), lr=cfg.rnd.learning_rate, **opt_kw
+            rnd = RND(obs_dim(obs_shapes, cfg.rnd.obs), cfg.rnd, obs_reduce).to(self.device)
+            rnd_optimizer = torch.optim.Adam(
+                rnd.predictor.parameters(), lr=cfg.rnd.learning_rate, **opt_kw
             )
-        for opt in (self.optimizer, self.rnd_optimizer):
+        for opt in (optimizer, rnd_optimizer):
             if opt is not None and opt_kw.get("capturable"):  # warm-up and fallback run it
                 opt._warned_capturable_if_run_uncaptured = True  # eagerly on purpose
         self.state = PPOState(
             config=cfg,
             device=self.device,
-            actor=self.actor,
-            critic=self.critic,
-            actor_td=self.actor_td,
-            critic_td=self.critic_td,
-            optimizer=self.optimizer,
-            rnd=self.rnd,
-            rnd_optimizer=self.rnd_optimizer,
+            actor=actor,
+            critic=critic,
+            actor_td=td_module(actor, cfg.actor_obs, "mean"),
+            critic_td=td_module(critic, cfg.critic_obs, "values"),
+            optimizer=optimizer,
+            rnd=rnd,
+            rnd_optimizer=rnd_optimizer,
             grad_sync=grad_sync,
             lr=lr,
             lr_opt=lr_opt,
             lr_float=float(cfg.learning_rate),
-            acc=torch.zeros(5, dtype=torch.float64, device=self.device),
+            acc=torch.zeros(len(ACC_METRICS), dtype=torch.float64, device=self.device),
         )
         self.num_updates = 0
         self.storage: RolloutStorage | None = None
@@ -186,9 +176,11 @@ class PPO:
         self._pending_graphed = False  # whether the staged transition is the captured rollout's
         self._obs_groups = tuple(dict.fromkeys(cfg.actor_obs + cfg.critic_obs + self._rnd_obs()))
         self._adv_collectives = 0
-        self._update_graphs = self._new_graphs("PPO update", update_status)
-        self._update = CapturedUpdate(
-            self.state, self._update_graphs, self._obs_groups, self._params(), self.adv_reduce
+        self.update_driver = UpdateDriver(
+            self.state,
+            self._new_graphs("PPO update", update_status),
+            self._obs_groups,
+            self.adv_reduce,
         )
         self._rollout_graphs = self._new_graphs("PPO rollout", self._rollout_check())
         self._rollout: CapturedRollout | None = None  # built by init_storage
@@ -233,6 +225,26 @@ class PPO:
         return CaptureStatus.check(cfg.capture != "none" and cfg.capture_rollout, reasons)
 
     @property
+    def actor(self) -> GaussianActor:
+        """The policy network (normalizer included): `state.actor`."""
+        return self.state.actor
+
+    @property
+    def critic(self) -> ValueCritic:
+        """The value network (normalizer included): `state.critic`."""
+        return self.state.critic
+
+    @property
+    def rnd(self) -> RND | None:
+        """Random network distillation (`config.rnd`), or None: `state.rnd`."""
+        return self.state.rnd
+
+    def optimizers(self) -> list[torch.optim.Optimizer]:
+        """The optimizers (Adam of actor + critic, then RND's predictor's if any)."""
+        st = self.state
+        return [st.optimizer] + ([st.rnd_optimizer] if st.rnd_optimizer is not None else [])
+
+    @property
     def grad_sync(self) -> GradSync | None:
         """The injected gradient all-reduce (the one `PPOState.grad_sync`)."""
         return self.state.grad_sync
@@ -244,7 +256,7 @@ class PPO:
     @property
     def capture_status(self) -> dict[str, CaptureStatus]:
         """Where the CUDA-graph paths stand: `{"update": ..., "rollout": ...}` (read-only)."""
-        return {"update": self._update_graphs.status, "rollout": self._rollout_graphs.status}
+        return {"update": self.update_driver.graphs.status, "rollout": self._rollout_graphs.status}
 
     @property
     def learning_rate(self) -> float:
@@ -261,17 +273,11 @@ class PPO:
         else:
             st.lr_float = float(value)
             lr = st.lr_float
-        for group in self.optimizer.param_groups:
+        for group in st.optimizer.param_groups:
             group["lr"] = lr
 
     def _rnd_obs(self) -> tuple[str, ...]:
         return self.config.rnd.obs if self.config.rnd is not None else ()
-
-    def _params(self) -> list[nn.Parameter]:
-        params = [*self.actor.parameters(), *self.critic.parameters()]
-        if self.rnd is not None:
-            params += list(self.rnd.predictor.parameters())
-        return [p for p in params if p.requires_grad]
 
     def init_storage(self, num_envs: int, num_steps: int) -> RolloutStorage:
         """Allocate the [num_steps, num_envs] rollout storage (see class docstring for keys)."""
@@ -369,7 +375,7 @@ class PPO:
         memory = self.critic.memory
         saved = memory.hidden_state if memory is not None else None
         td = last_obs.select(*[("obs", g) for g in self.config.critic_obs])
-        last_values = self.critic_td(td)["values"]
+        last_values = self.state.critic_td(td)["values"]
         if memory is not None:
             memory.set_state(saved)
         data = st.data
@@ -390,36 +396,6 @@ class PPO:
         data.set("returns", returns)
 
     # ----------------------------------------------------------------- update
-    def _batches(self):
-        cfg, data = self.config, self.storage.data
-        e, m = cfg.num_epochs, cfg.num_mini_batches
-        if cfg.recurrent:
-            batcher = RecurrentBatcher(
-                num_mini_batches=m,
-                num_epochs=e,
-                remainder=cfg.remainder,
-                pad_keys=("obs",),
-                hidden_keys=("hidden",),
-            )
-            for mb in batcher.batches(data, data["dones"]):
-                yield mb["data"], mb["padded"], mb["masks"], mb["initial"]
-        else:
-            flat = data.flatten(0, 1)
-            batcher = FeedForwardBatcher(
-                num_mini_batches=m, num_epochs=e, shuffle=cfg.shuffle, remainder=cfg.remainder
-            )
-            for idx in batcher.indices(flat.batch_size[0], self.generator, self.device):
-                mb = flat[idx]
-                yield mb, mb, None, None
-
-    def _mb_advantages(self, mb: TensorDictBase) -> tuple[torch.Tensor, int]:
-        adv = mb["advantages"]
-        if self.config.advantage_norm and self.config.advantage_norm_per_mini_batch:
-            with torch.no_grad():
-                adv = normalize_advantages(adv, reduce_sum=self.adv_reduce)
-            return adv, int(self.adv_reduce is not None)
-        return adv, 0
-
     def update(self) -> dict[str, float]:
         """E epochs x M mini-batches of PPO; returns mean losses and bookkeeping:
         `value`, `surrogate`, `entropy` (RSL-RL's definitions), `kl` (mean of the global KLs,
@@ -434,37 +410,27 @@ class PPO:
         if self.storage is None or "advantages" not in self.storage.data.keys():  # noqa: SIM118
             raise RuntimeError("PPO.update: call compute_returns() first")
         st = self.state
-        collectives = self._adv_collectives
         st.acc.zero_()
-        count = 0
-        if self._update_graphs.status.active:
-            count, synced = self._update.run(self.storage.data.flatten(0, 1), self.generator)
-            collectives += synced
-        else:
-            params = self._params()
-            for mb, obs_src, masks, initial in self._batches():
-                adv, n_adv = self._mb_advantages(mb)
-                kl, losses = forward_backward(st, mb, obs_src, masks, initial, adv)
-                kl, n_sync = sync_grads(st, params, kl)
-                apply_update(st, kl, losses)
-                collectives += n_adv + n_sync
-                count += 1
+        count, collectives = self.update_driver.run(self.storage.data, self.generator)
+        collectives += self._adv_collectives
         self.storage.clear()
         self.storage.data.del_("advantages")
         self.num_updates += 1
-        tail = [self.actor.std().detach().mean().reshape(1).to(torch.float64)]
+        names = [*ACC_METRICS, "action_std"]
+        parts = [st.acc / count, st.actor.std().detach().mean().reshape(1).to(torch.float64)]
         if st.lr is not None:
-            tail.append(st.lr.reshape(1))
-        vals = torch.cat([st.acc / count, *tail]).tolist()  # the one host read
-        metrics = {"value": vals[0], "surrogate": vals[1], "entropy": vals[2]}
+            names.append("learning_rate")
+            parts.append(st.lr.reshape(1))
+        read = dict(zip(names, torch.cat(parts).tolist(), strict=True))  # the one host read
+        metrics = {k: read[k] for k in ("value", "surrogate", "entropy")}
         if cfg.schedule == "adaptive":
-            metrics["kl"] = vals[3]
-        if self.rnd is not None:
-            metrics["rnd"] = vals[4]
-        metrics["learning_rate"] = vals[6] if st.lr is not None else st.lr_float
+            metrics["kl"] = read["kl"]
+        if st.rnd is not None:
+            metrics["rnd"] = read["rnd"]
+        metrics["learning_rate"] = read.get("learning_rate", st.lr_float)
         metrics["collectives"] = collectives
         metrics["mini_batches"] = count
-        metrics["action_std"] = vals[5]
+        metrics["action_std"] = read["action_std"]
         return metrics
 
     # ---------------------------------------------------------- runner helpers
@@ -511,13 +477,13 @@ class PPO:
         sd: dict[str, Any] = {
             "actor": self.actor.state_dict(),
             "critic": self.critic.state_dict(),
-            "optimizer": _portable_optimizer_state(self.optimizer),
+            "optimizer": _portable_optimizer_state(self.state.optimizer),
             "learning_rate": self.learning_rate,
             "num_updates": self.num_updates,
         }
         if self.rnd is not None:
             sd["rnd"] = self.rnd.state_dict()
-            sd["rnd_optimizer"] = _portable_optimizer_state(self.rnd_optimizer)
+            sd["rnd_optimizer"] = _portable_optimizer_state(self.state.rnd_optimizer)
         return sd
 
     def load_state_dict(self, sd: Mapping[str, Any]) -> None:
@@ -528,13 +494,13 @@ class PPO:
             raise ValueError(f"PPO.load_state_dict: missing entries {sorted(missing)}")
         self.actor.load_state_dict(sd["actor"])
         self.critic.load_state_dict(sd["critic"])
-        _load_optimizer(self.optimizer, sd["optimizer"])
+        _load_optimizer(self.state.optimizer, sd["optimizer"])
         self._set_lr(float(sd["learning_rate"]))
         self.num_updates = int(sd["num_updates"])
         if self.rnd is not None:
             self.rnd.load_state_dict(sd["rnd"])
-            _load_optimizer(self.rnd_optimizer, sd["rnd_optimizer"])
-        self._update_graphs.reset()  # the optimizer state tensors were replaced: capture again
+            _load_optimizer(self.state.rnd_optimizer, sd["rnd_optimizer"])
+        self.update_driver.graphs.reset()  # the optimizer state tensors were replaced: capture again
 
 
 def _load_optimizer(opt: torch.optim.Optimizer, state: dict[str, Any]) -> None:

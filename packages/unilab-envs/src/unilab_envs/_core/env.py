@@ -47,9 +47,9 @@ from tensordict import TensorDict
 
 from unilab_envs._core import kernels
 from unilab_envs._core.compile_notice import CompileNotice
+from unilab_envs._core.randomization import DomainRandomization, Randomizer
 from unilab_envs._core.reset import needs_full_reset, reset_arrays, reset_state
 from unilab_envs._core.task import Task, TaskContext
-from unilab_envs.randomization import DomainRandomization, Randomizer
 
 _OVERFLOW_NAMES = {
     int(f): f.name for f in mjw._src.types.OverflowType if f.name not in ("NONE", "ALL")

@@ -57,8 +57,8 @@ if TYPE_CHECKING:
     import mujoco_warp as mjw
     import warp as wp
 
+    from unilab_envs._core.randomization import DomainRandomization
     from unilab_envs.curriculum import Curriculum
-    from unilab_envs.randomization import DomainRandomization
 
 
 def _positive(instance: Any, attribute: attrs.Attribute, value: int) -> None:

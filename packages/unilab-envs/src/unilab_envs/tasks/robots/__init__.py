@@ -16,14 +16,14 @@ from unilab_envs.robot_files import MjcfSource as MjcfSource
 from unilab_envs.robot_files import RobotFileNotFoundError as RobotFileNotFoundError
 from unilab_envs.robot_files import find_mjcf as find_mjcf
 from unilab_envs.tasks.robots._config import RobotConfig
+from unilab_envs.tasks.robots._config import apply_physics as apply_physics
 from unilab_envs.tasks.robots._physics import CollisionConfig as CollisionConfig
 from unilab_envs.tasks.robots._physics import PhysicsOptions as PhysicsOptions
-from unilab_envs.tasks.robots._physics import apply_physics as apply_physics
-from unilab_envs.tasks.robots._physics import mjlab_physics_xml as mjlab_physics_xml
 from unilab_envs.tasks.robots._unitree import G1_JOINTS as G1_JOINTS
 from unilab_envs.tasks.robots._unitree import GO1_JOINTS as GO1_JOINTS
 from unilab_envs.tasks.robots._unitree import g1 as g1
 from unilab_envs.tasks.robots._unitree import go1 as go1
+from unilab_envs.tasks.robots._unitree import mjlab_physics_xml as mjlab_physics_xml
 
 __all__ = [
     "G1_JOINTS",

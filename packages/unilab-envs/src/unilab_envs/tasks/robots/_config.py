@@ -15,10 +15,11 @@ from collections.abc import Sequence
 from typing import Any
 
 import attrs
+import mujoco
 
 from unilab_envs.tasks.robots._physics import CollisionConfig, PhysicsOptions
 
-__all__ = ["RobotConfig"]
+__all__ = ["RobotConfig", "apply_physics"]
 
 
 def _floats(value: Any) -> tuple[float, ...] | float:
@@ -174,3 +175,11 @@ class RobotConfig:
         if isinstance(value, float):
             return (value,) * self.num_joints
         return value
+
+
+def apply_physics(spec: mujoco.MjSpec, robot: RobotConfig) -> None:
+    """Applies `robot.physics` (solver options) and `robot.collisions` (in order) to `spec`."""
+    if robot.physics is not None:
+        robot.physics.apply(spec)
+    for collision in robot.collisions:
+        collision.apply(spec)

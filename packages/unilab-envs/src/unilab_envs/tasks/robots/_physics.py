@@ -6,24 +6,21 @@ which geoms collide and with which contact settings, geoms matched by regular ex
 their names (`re.match`, as MJLab; unnamed geoms have the name ""), per-geom values given as
 one value or as a {pattern: value} dict where the first matching pattern wins.
 
-`apply_physics(spec, robot)` is the one implementation of both; `build_robot_model` calls it,
-and `mjlab_physics_xml` writes a copy of an MJCF with it applied (for scripts that need a file).
+`apply_physics(spec, robot)` (`_config.py`, beside `RobotConfig`) is the one implementation of
+both; `build_robot_model` calls it, and `mjlab_physics_xml` (`_unitree.py`) writes a copy of an
+MJCF with it applied (for scripts that need a file).
 """
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import attrs
 import mujoco
 
-if TYPE_CHECKING:
-    from unilab_envs.tasks.robots._config import RobotConfig
-
-__all__ = ["CollisionConfig", "PhysicsOptions", "apply_physics", "mjlab_physics_xml"]
+__all__ = ["CollisionConfig", "PhysicsOptions"]
 
 _INTEGRATORS = {
     "euler": mujoco.mjtIntegrator.mjINT_EULER,
@@ -169,29 +166,3 @@ class CollisionConfig:
                         target[i] = v
                 else:
                     setattr(geom, field, value)
-
-
-def apply_physics(spec: mujoco.MjSpec, robot: RobotConfig) -> None:
-    """Applies `robot.physics` (solver options) and `robot.collisions` (in order) to `spec`."""
-    if robot.physics is not None:
-        robot.physics.apply(spec)
-    for collision in robot.collisions:
-        collision.apply(spec)
-
-
-def mjlab_physics_xml(src: str, dst: str, robot: RobotConfig | None = None) -> str:
-    """Writes to `dst` a copy of the MJCF `src` with `robot`'s solver options and collision
-    settings applied (default: `go1(src)`, MJLab's flat Go1); meshes stay where they are.
-    Returns `dst`."""
-    if robot is None:
-        from unilab_envs.tasks.robots._unitree import go1
-
-        robot = go1(src)
-    spec = mujoco.MjSpec.from_file(os.fspath(src))
-    apply_physics(spec, robot)
-    src_dir = os.path.dirname(os.path.abspath(src))
-    spec.meshdir = os.path.normpath(os.path.join(src_dir, spec.meshdir))
-    spec.texturedir = os.path.normpath(os.path.join(src_dir, spec.texturedir))
-    with open(dst, "w") as f:
-        f.write(spec.to_xml())
-    return os.fspath(dst)

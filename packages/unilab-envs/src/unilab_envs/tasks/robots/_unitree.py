@@ -18,8 +18,10 @@ from __future__ import annotations
 import math
 import os
 
+import mujoco
+
 from unilab_envs.robot_files import find_mjcf
-from unilab_envs.tasks.robots._config import RobotConfig
+from unilab_envs.tasks.robots._config import RobotConfig, apply_physics
 from unilab_envs.tasks.robots._physics import CollisionConfig, PhysicsOptions
 
 __all__ = [
@@ -30,6 +32,7 @@ __all__ = [
     "GO1_MENAGERIE_COLLISION",
     "g1",
     "go1",
+    "mjlab_physics_xml",
 ]
 
 _NATURAL_FREQ = 10 * 2.0 * 3.1415926535  # 10 Hz, MJLab's literal
@@ -273,3 +276,19 @@ def g1(mjcf: str | os.PathLike | None = None) -> RobotConfig:
         nconmax=70,
         njmax=300,
     )
+
+
+def mjlab_physics_xml(src: str, dst: str, robot: RobotConfig | None = None) -> str:
+    """Writes to `dst` a copy of the MJCF `src` with `robot`'s solver options and collision
+    settings applied (default: `go1(src)`, MJLab's flat Go1); meshes stay where they are.
+    Returns `dst`."""
+    if robot is None:
+        robot = go1(src)
+    spec = mujoco.MjSpec.from_file(os.fspath(src))
+    apply_physics(spec, robot)
+    src_dir = os.path.dirname(os.path.abspath(src))
+    spec.meshdir = os.path.normpath(os.path.join(src_dir, spec.meshdir))
+    spec.texturedir = os.path.normpath(os.path.join(src_dir, spec.texturedir))
+    with open(dst, "w") as f:
+        f.write(spec.to_xml())
+    return os.fspath(dst)
