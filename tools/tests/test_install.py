@@ -92,3 +92,16 @@ def test_report_parsing():
     report = {"install": [{"metadata": {"name": "torch", "version": "2.13.0+cpu"}}]}
     assert install.torch_version_of_report(json.dumps(report)) == "2.13.0+cpu"
     assert install.torch_version_of_report("{}") is None
+
+
+def test_banner_tells_the_download_of_what_package_installs(capsys, tmp_path):
+    sizes = {}
+    for package in ("dist", "envs"):
+        assert install.main([str(tmp_path / "v"), "--package", package, "--cpu", "--dry-run"]) == 0
+        banner = capsys.readouterr().out.splitlines()[0]
+        sizes[package] = banner
+    assert "about 240 MB (torch, numpy;" in sizes["dist"]  # no MuJoCo Warp for the dist layer
+    assert "warp-lang" not in sizes["dist"]
+    assert "about 400 MB (torch, warp-lang, numpy;" in sizes["envs"]
+    mb, heavy = install.download_estimate(install.ROOT, ["dist"], [], gpu=True)
+    assert mb >= 1000 and heavy[0] == "torch"  # PyPI's CUDA torch
