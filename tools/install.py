@@ -55,12 +55,12 @@ def package_dirs(root: Path) -> dict[str, Path]:
     return {n: found[n] for n in names if (found[n] / "pyproject.toml").is_file()}
 
 
-def _project(path: Path) -> dict:
+def project_table(path: Path) -> dict:
     with open(path / "pyproject.toml", "rb") as f:
         return tomllib.load(f)["project"]
 
 
-def _dist_name(requirement: str) -> str:
+def requirement_name(requirement: str) -> str:
     name = requirement.split(";")[0].split("[")[0]
     for sep in "<>=!~ ":
         name = name.split(sep)[0]
@@ -77,9 +77,9 @@ def install_order(root: Path, wanted: Sequence[str] | None = None) -> list[str]:
     deps = {
         name: [
             short
-            for req in _project(path).get("dependencies", [])
-            if (short := _dist_name(req).removeprefix("unilab-")) in dirs
-            and _dist_name(req).startswith("unilab-")
+            for req in project_table(path).get("dependencies", [])
+            if (short := requirement_name(req).removeprefix("unilab-")) in dirs
+            and requirement_name(req).startswith("unilab-")
         ]
         for name, path in dirs.items()
     }
@@ -121,11 +121,11 @@ def third_party_requirements(root: Path, names: Sequence[str], extras: Sequence[
     dirs = package_dirs(root)
     found: set[str] = set()
     for name in names:
-        meta = _project(dirs[name])
+        meta = project_table(dirs[name])
         reqs = list(meta.get("dependencies", []))
         for extra in extras:
             reqs += meta.get("optional-dependencies", {}).get(extra, [])
-        found |= {_dist_name(r).lower() for r in reqs if not _dist_name(r).startswith("unilab-")}
+        found |= {requirement_name(r).lower() for r in reqs if not requirement_name(r).startswith("unilab-")}
     return found
 
 
@@ -194,7 +194,7 @@ def pip_command(
             pip += ["--extra-index-url", TORCH_CPU_INDEX]
     dirs = package_dirs(root)
     for name in install_order(root, packages):
-        declared = _project(dirs[name]).get("optional-dependencies", {})
+        declared = project_table(dirs[name]).get("optional-dependencies", {})
         chosen = [extra for extra in extras if extra in declared]
         suffix = f"[{','.join(chosen)}]" if chosen else ""
         pip += ["-e", f"{dirs[name]}{suffix}"]

@@ -23,9 +23,9 @@ def test_every_package_in_dependency_order():
     order = install.install_order(ROOT)
     assert order == ALL
     for name in order:  # every declared unilab dependency comes first
-        meta = install._project(install.package_dirs(ROOT)[name])
+        meta = install.project_table(install.package_dirs(ROOT)[name])
         for req in meta.get("dependencies", []):
-            dep = install._dist_name(req)
+            dep = install.requirement_name(req)
             if dep.startswith("unilab-"):
                 assert order.index(dep.removeprefix("unilab-")) < order.index(name)
 
@@ -33,8 +33,8 @@ def test_every_package_in_dependency_order():
 def test_one_package_brings_only_its_declared_siblings():
     assert install.install_order(ROOT, ["storage"]) == ["storage"]
     assert install.install_order(ROOT, ["envs"]) == ["envs"]
-    algos = install._project(ROOT / "packages" / "unilab-algos")["dependencies"]
-    declared = {install._dist_name(r) for r in algos if r.startswith("unilab-")}
+    algos = install.project_table(ROOT / "packages" / "unilab-algos")["dependencies"]
+    declared = {install.requirement_name(r) for r in algos if r.startswith("unilab-")}
     got = install.install_order(ROOT, ["algos"])
     assert got[-1] == "algos" and {f"unilab-{n}" for n in got[:-1]} == declared
     with pytest.raises(SystemExit, match="unknown package"):

@@ -3,27 +3,20 @@
 from __future__ import annotations
 
 import ast
+import re
 import sys
 import tomllib
 from pathlib import Path
 
 import pytest
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from install import package_dirs, requirement_name
+from install import project_table as project
+
 ROOT = Path(__file__).resolve().parents[2]
-PACKAGES = [*sorted((ROOT / "packages").glob("unilab-*")), ROOT / "integration"]
+PACKAGES = list(package_dirs(ROOT).values())
 DIST_OF_IMPORT = {"warp": "warp-lang", "mujoco_warp": "mujoco-warp"}
-
-
-def project(path: Path) -> dict:
-    with open(path / "pyproject.toml", "rb") as f:
-        return tomllib.load(f)["project"]
-
-
-def requirement_name(req: str) -> str:
-    name = req.split(";")[0].split("[")[0]
-    for sep in "<>=!~ ":
-        name = name.split(sep)[0]
-    return name.strip().lower().replace("_", "-")
 
 
 def module_level_imports(src: Path) -> dict[str, str]:
@@ -53,7 +46,7 @@ def module_level_imports(src: Path) -> dict[str, str]:
 
 @pytest.mark.parametrize("package", PACKAGES, ids=[p.name for p in PACKAGES])
 def test_every_module_level_import_is_a_declared_dependency(package: Path) -> None:
-    declared = {requirement_name(req) for req in project(package)["dependencies"]}
+    declared = {requirement_name(req).lower() for req in project(package)["dependencies"]}
     imported = module_level_imports(package / "src")
     own = project(package)["name"]
     missing = {dist: where for dist, where in imported.items() if dist not in declared | {own}}
@@ -66,3 +59,35 @@ def test_unilab_dist_declares_numpy() -> None:
         requirement_name(r) for r in project(ROOT / "packages" / "unilab-dist")["dependencies"]
     }
     assert "numpy" in names
+
+
+@pytest.mark.parametrize("package", PACKAGES, ids=[p.name for p in PACKAGES])
+def test_package_ships_the_license_and_reads_right_on_an_index(package: Path) -> None:
+    meta = project(package)
+    # the wheel and sdist take the package folder's LICENSE: the root's text, byte for byte
+    assert meta["license-files"] == ["LICENSE"]
+    assert (package / "LICENSE").read_bytes() == (ROOT / "LICENSE").read_bytes()
+    assert (ROOT / "LICENSE").read_text().split()[:3] == ["Apache", "License", "Version"]
+    assert meta["urls"]["Homepage"] == f"https://pypi.org/project/{meta['name']}/"
+    readme = (package / meta["readme"]).read_text()
+    links = [link for link in re.findall(r"\]\(([^)]+)\)", readme) if "://" not in link]
+    assert not links, f"{package.name}/README.md links relative paths: {links}"
+    assert f"pip install {meta['name']}" in readme  # how to install once published
+    assert f"tools/install.py --package {package.name.removeprefix('unilab-')}" in readme
+
+
+@pytest.mark.parametrize("package", PACKAGES, ids=[p.name for p in PACKAGES])
+def test_the_version_lives_in_one_place(package: Path) -> None:
+    meta = project(package)
+    assert "version" not in meta and meta["dynamic"] == ["version"]
+    (init,) = package.glob("src/unilab_*/__init__.py")
+    assert len(re.findall(r'(?m)^__version__ = "\d+\.\d+\.\d+"$', init.read_text())) == 1
+    with open(package / "pyproject.toml", "rb") as f:
+        hatch = tomllib.load(f)["tool"]["hatch"]
+    assert hatch["version"]["path"] == str(init.relative_to(package))
+
+
+def test_envs_sdist_leaves_out_the_parity_fixtures() -> None:
+    with open(ROOT / "packages" / "unilab-envs" / "pyproject.toml", "rb") as f:
+        sdist = tomllib.load(f)["tool"]["hatch"]["build"]["targets"]["sdist"]
+    assert "tests/data" in sdist["exclude"]
