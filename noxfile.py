@@ -175,6 +175,8 @@ CURRICULUM_RANKS = ROOT / "tools" / "tests" / "test_curriculum_ranks.py"
 @pruned
 def tools(session: nox.Session) -> None:
     session.install("pytest>=8", "numpy")  # numpy: the MJLab parity fixtures
+    session.install("build>=1.2", "twine>=6")  # tools/release.py builds and checks in a clone
+    session.env["UNILAB_REQUIRE_BUILD"] = "1"  # so those tests fail rather than skip
     # BENCH_RUN trains through the product: it runs in `integration`, which has the stack
     session.run("pytest", str(ROOT / "tools" / "tests"), "-q", f"--ignore={BENCH_RUN}")
 

@@ -125,7 +125,11 @@ def third_party_requirements(root: Path, names: Sequence[str], extras: Sequence[
         reqs = list(meta.get("dependencies", []))
         for extra in extras:
             reqs += meta.get("optional-dependencies", {}).get(extra, [])
-        found |= {requirement_name(r).lower() for r in reqs if not requirement_name(r).startswith("unilab-")}
+        found |= {
+            requirement_name(r).lower()
+            for r in reqs
+            if not requirement_name(r).startswith("unilab-")
+        }
     return found
 
 
