@@ -6,6 +6,7 @@ Sessions:
   tools             tests of the repository tools (tools/tests)
   tests(<pkg>)      one package in a fresh venv with only its declared dependencies, the check
                     that no undeclared unilab package is importable there, then its tests
+  dist_rsl_rl       unilab_dist.contrib.rsl_rl with RSL-RL 5.4.2 (docs/dist-in-rsl-rl.md's script)
   integration       the integration package's tests with every package installed, and wandb
                     (its W&B sink test runs: UNILAB_REQUIRE_WANDB=1)
   build(<pkg>)      wheel + sdist of one package, the wheel installed into an empty venv, imported
@@ -39,7 +40,9 @@ ROOT = Path(__file__).parent
 nox.options.default_venv_backend = "venv"
 nox.options.reuse_existing_virtualenvs = False
 nox.options.error_on_missing_interpreters = True
-nox.options.sessions = ["lint", "layers", "tools", "install", "tests", "integration", "build"]
+nox.options.sessions = [
+    "lint", "layers", "tools", "install", "tests", "dist_rsl_rl", "integration", "build", "compat",
+]  # fmt: skip
 
 PACKAGES: dict[str, Path] = {
     "dist": ROOT / "packages" / "unilab-dist",
@@ -56,7 +59,7 @@ LIBRARIES = [name for name in PACKAGES if name != "integration"]
 # light ones it really imports.
 RSL_RL_ORACLE = ["rsl-rl-lib==5.4.2"]
 RSL_RL_LIGHT_DEPS = ["numpy", "tensordict>=0.15", "GitPython", "onnx", "onnxscript", "tensorboard"]
-USES_RSL_RL = {"dist", "storage", "algos", "envs", "integration"}
+USES_RSL_RL = {"storage", "algos", "envs", "integration"}  # unilab-dist's: `dist_rsl_rl`
 # MJLab 1.6.0 is test data only: its wheel carries the Go1/G1 MJCF files that
 # `unilab_envs.tasks.robots.find_mjcf` finds without importing mjlab (go1-velocity-flat, the
 # parity tests). Never a dependency or an extra: its own dependencies pin mujoco and
@@ -197,6 +200,19 @@ def tests(session: nox.Session, package: str) -> None:
         "sys.exit(f'undeclared unilab packages importable: {bad}' if bad else 0)",
     )
     session.run("pytest", str(PACKAGES[package] / "tests"), *PYTEST_ARGS, *session.posargs)
+
+
+@nox.session
+@pruned
+def dist_rsl_rl(session: nox.Session) -> None:
+    """unilab_dist.contrib.rsl_rl: RSL-RL 5.4.2's OnPolicyRunner on 2 gloo ranks, with
+    unilab-dist and RSL-RL alone (installed without its dependencies, as on a CPU machine)."""
+    install_package(session, "dist", "test")
+    session.install(*constraints(), *RSL_RL_LIGHT_DEPS)
+    session.install("--no-deps", *RSL_RL_ORACLE)
+    session.env["UNILAB_REQUIRE_RSL_RL"] = "1"  # the tests fail rather than skip without it
+    tests = PACKAGES["dist"] / "tests" / "test_dist_rsl_rl.py"
+    session.run("pytest", str(tests), *PYTEST_ARGS, *session.posargs)
 
 
 @nox.session
