@@ -32,9 +32,10 @@ EPOCHS, MINIBATCHES = 2, 2
 DOCUMENTED = {"broadcast": 2, "rollout": 5 * 16, "returns": 5, "update": 5 * 2 * 2, "default": 2}
 
 
-def test_the_docs_script_trains_two_ranks_into_bitwise_equal_replicas() -> None:
+def run_docs_script(**env: str) -> None:
+    """The page's command, `torchrun --standalone --nproc-per-node 2 train_rsl_rl.py`."""
     torchrun = shutil.which("torchrun", path=str(Path(sys.executable).parent)) or "torchrun"
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([*sys.path])}
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path), **env}
     done = subprocess.run(
         [torchrun, "--standalone", "--nproc-per-node", "2", SCRIPT.name],
         cwd=HERE, env=env, capture_output=True, text=True, timeout=600,
@@ -46,6 +47,17 @@ def test_the_docs_script_trains_two_ranks_into_bitwise_equal_replicas() -> None:
         (line,) = re.findall(rf"rank {rank}: collectives (.*)", done.stdout)
         counts = {phase: v["collectives"] for phase, v in ast.literal_eval(line).items()}
         assert counts == DOCUMENTED
+
+
+def test_the_docs_script_trains_two_cpu_ranks_into_bitwise_equal_replicas() -> None:
+    run_docs_script(CUDA_VISIBLE_DEVICES="")  # gloo, whatever the machine has
+
+
+@pytest.mark.multigpu
+def test_the_docs_script_on_two_gpus_adopts_rsl_rl_nccl_group() -> None:
+    if torch.cuda.device_count() < 2:
+        pytest.skip("needs 2 CUDA GPUs")
+    run_docs_script()
 
 
 def test_the_docs_page_opens_with_the_tested_script() -> None:
