@@ -16,16 +16,19 @@ from install import project_table as project
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = list(package_dirs(ROOT).values())
-DIST_OF_IMPORT = {"warp": "warp-lang", "mujoco_warp": "mujoco-warp"}
+DIST_OF_IMPORT = {"warp": "warp-lang", "mujoco_warp": "mujoco-warp", "rsl_rl": "rsl-rl-lib"}
 
 
-def module_level_imports(src: Path) -> dict[str, str]:
+def module_level_imports(src: Path, contrib: bool = False) -> dict[str, str]:
     """{distribution name: first file} of the third-party modules imported at module level.
 
     Imports inside functions or `try` blocks are lazy (optional features behind extras) and
-    not counted."""
+    not counted. Modules under a `contrib/` folder (each one behind an extra) are counted only
+    with `contrib=True`."""
     found: dict[str, str] = {}
     for path in sorted(src.rglob("*.py")):
+        if ("contrib" in path.relative_to(src).parts) != contrib:
+            continue
         for node in ast.parse(path.read_text()).body:
             if isinstance(node, ast.Import):
                 modules = [alias.name for alias in node.names]
@@ -51,6 +54,16 @@ def test_every_module_level_import_is_a_declared_dependency(package: Path) -> No
     own = project(package)["name"]
     missing = {dist: where for dist, where in imported.items() if dist not in declared | {own}}
     assert not missing, f"{package.name} imports undeclared distributions: {missing}"
+    extras = {
+        requirement_name(r).lower()
+        for e in project(package).get("optional-dependencies", {}).values()
+        for r in e
+    }
+    imported = module_level_imports(package / "src", contrib=True)
+    missing = {d: w for d, w in imported.items() if d not in declared | extras | {own}}
+    assert not missing, (
+        f"{package.name}'s contrib imports distributions no extra declares: {missing}"
+    )
 
 
 def test_unilab_dist_declares_numpy() -> None:
@@ -91,3 +104,11 @@ def test_envs_sdist_leaves_out_the_parity_fixtures() -> None:
     with open(ROOT / "packages" / "unilab-envs" / "pyproject.toml", "rb") as f:
         sdist = tomllib.load(f)["tool"]["hatch"]["build"]["targets"]["sdist"]
     assert "tests/data" in sdist["exclude"]
+
+
+def test_every_doc_with_pip_install_says_how_to_install_before_a_release() -> None:
+    docs = [ROOT / "README.md", *ROOT.glob("docs/**/*.md"), *(p / "README.md" for p in PACKAGES)]
+    for doc in docs:
+        text = doc.read_text()
+        if re.search(r"pip\s+install\s+[\"']?unilab-", text):
+            assert "tools/install.py" in text or "tools/release.py --wheels" in text, doc
