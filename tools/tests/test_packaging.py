@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import ast
+import importlib.metadata
+import importlib.util
 import re
 import sys
 import tomllib
@@ -112,3 +114,60 @@ def test_every_doc_with_pip_install_says_how_to_install_before_a_release() -> No
         text = doc.read_text()
         if re.search(r"pip\s+install\s+[\"']?unilab-", text):
             assert "tools/install.py" in text or "tools/release.py --wheels" in text, doc
+
+
+SIBLING_CHECKS = sorted(path for p in PACKAGES for path in p.glob("src/unilab_*/_siblings.py"))
+
+
+def test_the_sibling_check_ships_identical_in_every_package_with_siblings() -> None:
+    with_siblings = {
+        p.name
+        for p in PACKAGES
+        if any(requirement_name(r).startswith("unilab-") for r in project(p)["dependencies"])
+    }
+    holders = {path.parents[2].name for path in SIBLING_CHECKS}
+    assert holders == with_siblings == {"unilab-algos", "unilab-launch", "integration"}
+    assert len({path.read_bytes() for path in SIBLING_CHECKS}) == 1
+    for path in SIBLING_CHECKS:  # imported first, before anything that could fail deeper
+        init = (path.parent / "__init__.py").read_text()
+        first = re.search(r"(?m)^from \..*$", init).group(0)
+        assert first.startswith("from . import _siblings"), path
+
+
+class FakeMetadata:
+    """importlib.metadata for a unilab-algos that requires unilab-storage>=0.1,<0.2."""
+
+    PackageNotFoundError = importlib.metadata.PackageNotFoundError
+
+    def __init__(self, versions: dict[str, str]) -> None:
+        self.versions = versions
+
+    def requires(self, dist: str) -> list[str]:
+        if dist not in self.versions:
+            raise self.PackageNotFoundError(dist)
+        return ["torch>=2.11", "unilab-storage<0.2,>=0.1", "unilab-dist<0.2,>=0.1; extra == 'test'"]
+
+    def version(self, dist: str) -> str:
+        if dist not in self.versions:
+            raise self.PackageNotFoundError(dist)
+        return self.versions[dist]
+
+
+def test_a_sibling_outside_the_range_fails_at_import_naming_both_versions(monkeypatch) -> None:
+    spec = importlib.util.spec_from_file_location("unilab_nothing._siblings", SIBLING_CHECKS[0])
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)  # no metadata for unilab-nothing: nothing to check
+    for storage, ok in (("0.1.3", True), ("0.0.9", False), ("0.2.0", False), (None, False)):
+        versions = {"unilab-algos": "0.1.0", **({"unilab-storage": storage} if storage else {})}
+        monkeypatch.setattr(module, "metadata", FakeMetadata(versions))
+        if ok:
+            module.check_siblings("unilab-algos")  # the test extra's unilab-dist is not required
+            continue
+        found = storage or "not installed"
+        with pytest.raises(ImportError) as err:
+            module.check_siblings("unilab-algos")
+        assert str(err.value) == (
+            f"unilab-algos 0.1.0 needs unilab-storage<0.2,>=0.1, found unilab-storage {found}: "
+            'pip install "unilab-storage<0.2,>=0.1"'
+        )
+    assert module.within("0.1.0+local", ">=0.1,<0.2") and not module.within("1.0", "<1")
