@@ -35,6 +35,7 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import difflib
+import importlib.util
 import re
 import shlex
 import subprocess
@@ -228,6 +229,9 @@ def release(
     """Make (or with `dry_run` print) the release; returns its tag."""
     short = short_name(root, name)
     dist, path = f"unilab-{short}", package_dirs(root)[short]
+    missing = [m for m in ("build", "twine") if importlib.util.find_spec(m) is None]
+    if missing and not dry_run:
+        raise ReleaseError(f"{' and '.join(missing)} not installed: pip install build twine")
     if git(root, "status", "--porcelain", capture=True).strip():
         raise ReleaseError("the work tree has uncommitted changes: commit or stash them first")
     tag = tag_name(short, version)
@@ -283,6 +287,8 @@ def release(
 def build_wheels(root: Path, name: str, outdir: Path) -> list[str]:
     """Build the wheels of `name` and of the UniLab packages it needs into `outdir`."""
     short = short_name(root, name)
+    if importlib.util.find_spec("build") is None:
+        raise ReleaseError("build not installed: pip install build")
     names = install_order(root, [short])
     for each in names:  # an older build of the same package would make pip pick between two
         for old in outdir.glob(f"unilab_{each}-*.whl"):
