@@ -70,6 +70,6 @@ alg = runner.alg
 ud.check_replicas({"actor": alg.actor, "critic": alg.critic}, [alg.optimizer])  # raises if not
 state = [*alg.actor.state_dict().values(), *alg.critic.state_dict().values()]
 digest = hashlib.sha256(b"".join(t.cpu().numpy().tobytes() for t in state)).hexdigest()
-print(f"rank {rank}: replicas identical, state sha256 {digest[:16]}")
+print(f"rank {rank}: seed {runner.seed}, replicas identical, state sha256 {digest[:16]}")
 print(f"rank {rank}: collectives {ud.accounting.snapshot()}")
 ud.shutdown()
