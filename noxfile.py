@@ -272,8 +272,9 @@ def build(session: nox.Session, package: str) -> None:
     )
 
 
-COMPAT_PACKAGES = ["dist", "storage", "algos", "launch"]
-"""`compat` runs these; envs declares no sibling, integration's tests take too long (DEVELOPERS.md)."""
+COMPAT_PACKAGES = ["storage", "algos", "launch"]
+"""`compat` runs these: dist and envs declare no sibling (tensordict's floor is tested through
+storage and algos); integration's tests take too long for CI (DEVELOPERS.md)."""
 FLOORS = ["tensordict"]  # third-party floors installed exactly; torch's: DEVELOPERS.md
 
 
