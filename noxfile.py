@@ -177,16 +177,25 @@ def layers(session: nox.Session) -> None:
 BENCH_RUN = ROOT / "tools" / "tests" / "test_bench_ppo_e2e_run.py"
 # trains a rough task on 2 CPU ranks: without torch (the tools session) those tests skip
 CURRICULUM_RANKS = ROOT / "tools" / "tests" / "test_curriculum_ranks.py"
+# runs every python block of the docs: needs every package, so it runs in `integration`
+DOC_SNIPPETS = ROOT / "tools" / "tests" / "test_doc_snippets.py"
 
 
 @nox.session
 @pruned
 def tools(session: nox.Session) -> None:
-    session.install("pytest>=8", "numpy")  # numpy: the MJLab parity fixtures
+    # numpy: the MJLab parity fixtures; mujoco: bench_engine's workload
+    session.install("pytest>=8", "numpy", "mujoco")
     session.install("build>=1.2", "twine>=6")  # tools/release.py builds and checks in a clone
     session.env["UNILAB_REQUIRE_BUILD"] = "1"  # so those tests fail rather than skip
     # BENCH_RUN trains through the product: it runs in `integration`, which has the stack
-    session.run("pytest", str(ROOT / "tools" / "tests"), "-q", f"--ignore={BENCH_RUN}")
+    session.run(
+        "pytest",
+        str(ROOT / "tools" / "tests"),
+        "-q",
+        f"--ignore={BENCH_RUN}",
+        f"--ignore={DOC_SNIPPETS}",
+    )
 
 
 @nox.session
@@ -231,8 +240,8 @@ def integration(session: nox.Session) -> None:
     session.env["UNILAB_REQUIRE_WANDB"] = "1"
     session.run("pytest", str(PACKAGES["integration"] / "tests"), *PYTEST_ARGS, *session.posargs)
     session.run(
-        "pytest", str(BENCH_RUN), str(CURRICULUM_RANKS), "-q"
-    )  # benchmarks driving train() (tools session: no torch)
+        "pytest", str(BENCH_RUN), str(CURRICULUM_RANKS), str(DOC_SNIPPETS), "-q"
+    )  # benchmarks driving train() and the docs' code blocks (tools session: no torch)
 
 
 @nox.session

@@ -8,8 +8,8 @@ For each package (dist, storage, algos, envs, launch, integration) it runs
 failed (errors included) and skipped tests, and writes `docs/benchmarks/gpu-tests.md` (or
 `--out`): the date, the commit, the GPUs, torch and CUDA versions, a table per package and the
 reason of every skip and failure. The summary table is printed last. It uses the current Python
-environment (on the GPU machine: the carried wheels and the `src/` folders on `PYTHONPATH`,
-`tools/bench/device_env.sh`). The exit status is 1 if any test failed.
+environment (every UniLab package installed, e.g. by `tools/install.py`). The exit status is 1
+if any test failed.
 """
 
 from __future__ import annotations

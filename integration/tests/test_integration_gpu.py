@@ -1,6 +1,6 @@
 """The training runner on CUDA: the default PPO and FastSAC configs capture their updates in CUDA
 graphs (the startup line says so), train with finite metrics, and resume (which re-captures).
-On two GPUs the replicas stay identical. Skipped without CUDA; run on a lent GPU machine with
+On two GPUs the replicas stay identical. Skipped without CUDA; run on a CUDA machine with
 `python3 -m pytest tests -m "gpu or multigpu"`."""
 
 from __future__ import annotations

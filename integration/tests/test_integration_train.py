@@ -136,7 +136,7 @@ def test_resume_same_world_size_is_bit_for_bit(straight, tmp_path):
 def test_four_workers_on_two_hosts_train_in_lockstep(tmp_path):
     # The multi-GPU, multi-node paths (launch, gradient all-reduce, global normalizers and
     # advantages, metric reduction, checkpoint gather) with 4 gloo workers on two "hosts": two
-    # loopback addresses, one torchrunx agent each (started without SSH: both are this machine).
+    # loopback addresses, one agent each (started without SSH: both are this machine).
     cfg = apply_overrides(
         _ppo_config(tmp_path, "four"),
         [

@@ -1,8 +1,10 @@
 """`unilab play CHECKPOINT --video out.mp4`: world 0 rendered offscreen into an mp4.
 
 MuJoCo reads `MUJOCO_GL` once, when `mujoco` is first imported (already done in this pytest
-process), so the rendering runs `unilab play` in a subprocess with `MUJOCO_GL=osmesa`
-(software OpenGL; needs `apt-get install -y libosmesa6` and `unilab-integration[video]`).
+process), so the rendering runs `unilab play` in a subprocess with the offscreen backend
+`unilab_envs.testing.offscreen_gl_backend()` finds (`MUJOCO_GL=osmesa`, software OpenGL from
+`apt-get install -y libosmesa6`, or `MUJOCO_GL=egl` with a GPU driver); it needs
+`unilab-integration[video]`.
 The checkpoint is made by hand (an untrained PPO learner) so no training run is needed.
 """
 
@@ -17,7 +19,7 @@ from pathlib import Path
 import pytest
 from _untrained_checkpoint import EPISODE_STEPS, write_untrained_cartpole_run
 
-from unilab_envs.testing import offscreen_gl_available, render_tests_required
+from unilab_envs.testing import OFFSCREEN_GL_FIX, offscreen_gl_backend
 from unilab_integration.cli import main
 
 
@@ -39,10 +41,7 @@ def _unilab(args: list[str], **extra_env: str) -> subprocess.CompletedProcess:
     )
 
 
-@pytest.mark.skipif(
-    not offscreen_gl_available("osmesa") and not render_tests_required(),
-    reason="no offscreen OpenGL (MUJOCO_GL=osmesa): apt-get install -y libosmesa6",
-)
+@pytest.mark.skipif(offscreen_gl_backend() is None, reason=OFFSCREEN_GL_FIX)
 def test_play_writes_a_readable_mp4_of_world_0(checkpoint, tmp_path):
     import imageio.v2 as iio
     import numpy as np
@@ -64,7 +63,8 @@ def test_play_writes_a_readable_mp4_of_world_0(checkpoint, tmp_path):
             "64",
             "--height",
             "48",
-        ]
+        ],
+        MUJOCO_GL=offscreen_gl_backend(),
     )
     assert proc.returncode == 0, proc.stderr
     returns = re.findall(r"^episode \d: return (\S+)$", proc.stdout, re.M)

@@ -14,10 +14,7 @@ any `quadruped-velocity` override.
 
 from __future__ import annotations
 
-import glob
 import os
-import zipfile
-from pathlib import Path
 
 import attrs
 
@@ -25,7 +22,7 @@ import unilab_envs
 
 GO1_TASK = "bench-go1-velocity"
 GO1_XML_IN_WHEEL = "mjlab/asset_zoo/robots/unitree_go1/xmls/"
-ROOT = Path(__file__).resolve().parents[2]
+MJLAB_SITE = "/tmp/site-mjlab"  # bench_mjlab.py's default --site
 
 
 def go1_robot_config(mjcf: str, *, nconmax: int = 48, njmax: int = 300, mjlab_physics=True):
@@ -44,23 +41,15 @@ def go1_robot_config(mjcf: str, *, nconmax: int = 48, njmax: int = 300, mjlab_ph
     )
 
 
-def find_go1_xml(workdir: str) -> str:
-    """go1.xml from /tmp/site-mjlab, or extracted (with its meshes) from the mjlab wheel in
-    .kit/mjlab into `workdir`."""
-    installed = "/tmp/site-mjlab/" + GO1_XML_IN_WHEEL + "go1.xml"
+def find_go1_xml(site: str = MJLAB_SITE) -> str:
+    """go1.xml of the MJLab installed in `site` (bench_mjlab.py's `--site`), else the one
+    `unilab_envs.tasks.robots.find_mjcf` finds (an importable mjlab, or Menagerie)."""
+    installed = os.path.join(site, GO1_XML_IN_WHEEL, "go1.xml")
     if os.path.isfile(installed):
         return installed
-    wheels = sorted(glob.glob(str(ROOT / ".kit" / "mjlab" / "mjlab-1.6.0-*.whl")))
-    if not wheels:
-        raise FileNotFoundError(
-            "--robot go1: no go1.xml; pass --mjcf PATH, install mjlab into /tmp/site-mjlab, or "
-            "stage .kit/mjlab with ../shared/tools/mjlab-kit"
-        )
-    with zipfile.ZipFile(wheels[-1]) as zf:
-        for name in zf.namelist():
-            if name.startswith(GO1_XML_IN_WHEEL) and not name.endswith("/"):
-                zf.extract(name, workdir)
-    return os.path.join(workdir, GO1_XML_IN_WHEEL, "go1.xml")
+    from unilab_envs.tasks.robots import find_mjcf
+
+    return find_mjcf("go1").path
 
 
 def make_go1_velocity(

@@ -11,14 +11,13 @@
         --iterations 100000 --train-seconds 610 --timeout 1300 --name go1rough_s1
         # the 10-minute reference: stopped after 610 s of training, however long it compiled
 
-Runs MJLab's own training script (the commands of ../shared/tools/mjlab-kit) in a subprocess:
-    PYTHONPATH=/tmp/site-mjlab:/tmp/site:/tmp/mjstubs MUJOCO_GL=disable python3 -u -m
+Runs MJLab's own training script in a subprocess:
+    PYTHONPATH=/tmp/site-mjlab MUJOCO_GL=disable python3 -u -m
     mjlab.scripts.train Mjlab-Velocity-Flat-Unitree-Go1 --env.scene.num-envs N
     --agent.max-iterations I --agent.logger tensorboard --gpu-ids "[0]" (or "[0,1]")
-MJLab pins mujoco / mujoco-warp 3.11, hence its own folder first on PYTHONPATH. If
-/tmp/site-mjlab lacks mjlab and .kit/mjlab is here (carried), it is installed first
-(`pip install --no-index --no-deps --target /tmp/site-mjlab .kit/mjlab/*.whl`, stubs copied to
-/tmp/mjstubs). This script imports neither mjlab nor torch.
+MJLab pins mujoco / mujoco-warp 3.11, hence its own folder (`--site`) first on PYTHONPATH:
+    python3 -m pip install --target /tmp/site-mjlab mjlab==1.6.0
+This script imports neither mjlab nor torch.
 
 Parsed from rsl_rl's log (rank 0; on 2 GPUs torchrunx forwards it with a prefix): per iteration
 "Steps per second" (rsl_rl: num_steps_per_env * num_envs * world_size / (collection + learning
@@ -36,20 +35,16 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import glob
 import json
 import os
 import re
-import shutil
 import signal
 import statistics
 import subprocess
 import sys
 import threading
 import time
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
 TASK = "Mjlab-Velocity-Flat-Unitree-Go1"  # the default of --task
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 FIELDS = {
@@ -118,35 +113,13 @@ def summarize(iterations: list[dict], warmup: int) -> dict:
     }
 
 
-def ensure_installed(site: str, stubs: str) -> None:
-    if os.path.isdir(os.path.join(site, "mjlab")):
-        return
-    wheels = sorted(glob.glob(str(ROOT / ".kit" / "mjlab" / "*.whl")))
-    if not wheels:
+def ensure_installed(site: str) -> None:
+    """Exit with the fix when `site` holds no mjlab package."""
+    if not os.path.isdir(os.path.join(site, "mjlab")):
         sys.exit(
-            f"bench_mjlab: {site}/mjlab missing and no .kit/mjlab wheels; run "
-            "../shared/tools/mjlab-kit here and carry .kit/mjlab"
+            f"bench_mjlab: no mjlab in {site}; install MJLab there "
+            f"(`python3 -m pip install --target {site} mjlab==1.6.0`) or pass --site DIR"
         )
-    print(f"installing {len(wheels)} wheels into {site}", flush=True)
-    subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pip",
-            "install",
-            "-q",
-            "--no-index",
-            "--no-deps",
-            "--no-compile",
-            "--target",
-            site,
-            *wheels,
-        ],
-        check=True,
-    )
-    src_stubs = ROOT / ".kit" / "mjlab" / "stubs"
-    if src_stubs.is_dir() and not os.path.isdir(stubs):
-        shutil.copytree(src_stubs, stubs)
 
 
 def train_command(args, gpus: int, num_envs: int, log_root: str) -> list[str]:
@@ -176,7 +149,7 @@ def run_one(args, gpus: int, num_envs: int, out_dir: str | None) -> dict:
     """Run MJLab training once, streaming its output through the parser."""
     env = dict(os.environ)
     env.update(
-        PYTHONPATH=":".join([args.site, *args.extra_path, args.stubs]),
+        PYTHONPATH=":".join(p for p in [args.site, *args.extra_path] if p),
         MUJOCO_GL="disable",
         PYTHONUNBUFFERED="1",
     )
@@ -343,9 +316,8 @@ def main(argv=None) -> None:
         "(the first iteration's start: setup and compilation not counted, as in "
         "bench_time_to_walk.py's time_s); --timeout still caps the whole run",
     )
-    ap.add_argument("--site", default="/tmp/site-mjlab")
-    ap.add_argument("--stubs", default="/tmp/mjstubs")
-    ap.add_argument("--extra-path", default="/tmp/site", help="between site and stubs")
+    ap.add_argument("--site", default="/tmp/site-mjlab", help="the folder MJLab is installed in")
+    ap.add_argument("--extra-path", default="", help="more PYTHONPATH folders after --site")
     ap.add_argument("--python", default=sys.executable)
     ap.add_argument("--name", default="go1")
     ap.add_argument("--seed", type=int, default=None, help="--agent.seed (MJLab's default: 42)")
@@ -375,7 +347,7 @@ def main(argv=None) -> None:
         run.update(summarize(p.iterations, args.warmup))
         print(json.dumps({k: v for k, v in run.items() if k != "iterations"}, indent=1))
         return
-    ensure_installed(args.site, args.stubs)
+    ensure_installed(args.site)
     runs: list[dict] = []
     for n in [int(x) for x in args.num_envs.split(",")]:
         for g in [int(x) for x in args.gpus.split(",")]:

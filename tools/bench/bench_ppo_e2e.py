@@ -33,7 +33,7 @@ mini-batches are the task's defaults (`--set algo.actor.hidden=[256,128]` change
 
 `--robot go1`: UniLab's quadruped velocity task on MJLab 1.6.0's Go1 MJCF (`_go1_task.py`, a
 user task that the workers import through `runner.imports`; `--mjcf PATH` to go1.xml, default
-found in /tmp/site-mjlab or extracted from .kit/mjlab/mjlab-1.6.0-*.whl) with MJLab's
+the one of the MJLab in /tmp/site-mjlab, else of an importable mjlab or Menagerie) with MJLab's
 actuators, default pose, 70 degree tilt limit; `--mjlab-physics` (default on) keeps MJLab's
 solver options and FULL_COLLISION geoms, njmax `--njmax` 300 and nconmax `--nconmax` 48.
 
@@ -269,7 +269,7 @@ def main(argv=None) -> None:
         if args.robot == "go1":
             from _go1_task import find_go1_xml
 
-            args.mjcf = args.mjcf or find_go1_xml(workdir)
+            args.mjcf = args.mjcf or find_go1_xml()
             print(f"go1 MJCF: {args.mjcf}", flush=True)
         run_root = Path(args.run_dir or workdir) / "runs"
         results: list[dict] = []

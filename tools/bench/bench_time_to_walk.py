@@ -25,7 +25,7 @@ and compilation excluded, both sides alike) and `wall_s` from the launch. Writes
 `$OUT/ttw_<name>.json` per run ({"kind": "time_to_walk", "side", "task", "label", "seed",
 "source", "trained_s": the `time_s` of the run's last logged iteration, "checkpoints": how many
 the run has, "points": [...]}), rewritten after every
-checkpoint (a lease that ends mid-evaluation keeps the points done), and prints a line per
+checkpoint (an evaluation stopped midway keeps the points done), and prints a line per
 checkpoint.
 
 `summary` takes the MJLab runs of a task as the reference: the mean over its seeds of the
@@ -151,7 +151,7 @@ def unilab_label(doc: dict) -> str:
     apart from them (an env count given with `--num-envs`, `--set` keys other than the seed and
     the matmul precision), so that variants of one preset are drawn and summarized apart; and
     "random episode start" where its config has `runner.random_episode_start` (the MJLab
-    tasks' default since 2026-12-04; the runs recorded before it started every world at 0)."""
+    tasks' default; runs made before the setting existed started every world at 0)."""
     args = doc["args"]
     extra = [f"{args['num_envs']} envs"] if args.get("num_envs") else []
     extra += [s for s in args.get("set") or [] if s.split("=", 1)[0] not in _COMMON_SETS]

@@ -92,7 +92,7 @@ def find_runs(path: Path) -> list[Path]:
 def load_checkpoint_file(path: Path) -> dict[str, Any]:
     """One UniLab checkpoint, read and validated by `unilab_integration`'s loader (on the CPU);
     SystemExit with its reason when it is not one this UniLab reads."""
-    from unilab_integration._checkpoint import CheckpointError, load_checkpoint
+    from unilab_integration import CheckpointError, load_checkpoint
 
     try:
         return load_checkpoint(path)

@@ -56,8 +56,14 @@ import argparse
 import json
 import math
 import os
+import sys
 from collections import defaultdict
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import bench_time_to_walk as ttw
+
+REFERENCE_S = 600.0  # bench_time_to_walk.py's --reference-s: MJLab's 10-minute policy
 
 # bench_ppo_e2e.py's phases (runner.profile), then those of its results before it drove train()
 PHASES = (
@@ -78,7 +84,7 @@ def load(paths: list[str]) -> list[tuple[str, dict]]:
 
 
 def _rerun(label: str, seen: set[str], fname: str) -> str:
-    """`label`, or for a rerun of a run already drawn under it (another lease, the same seed
+    """`label`, or for a rerun of a run already drawn under it (the same seed trained
     again) `label (file)`, so that neither line takes the other's place or name."""
     if label in seen:
         label = f"{label} ({fname.removesuffix('.json')})"
@@ -94,6 +100,7 @@ def collect(
     tracking: list | None = None,
     levels: list | None = None,
     ranks: list | None = None,
+    trained: dict | None = None,
 ):
     """-> curves {panel: {label: [(x, ret)]}}, scaling [(source, gpus, sps)], profiles.
 
@@ -104,6 +111,7 @@ def collect(
     `tracking` (filled when given): the bench_time_to_walk.py runs, [(task, label, points)].
     `levels` (filled when given): bench_time_to_walk.py's terrain-level summaries, as written.
     `ranks` (filled when given): curriculum_ranks.py's per-run documents, as written.
+    `trained` (filled when given): {tracking label: the run's `trained_s`} of those runs.
     """
     ranks = [] if ranks is None else ranks
     tracking = [] if tracking is None else tracking
@@ -122,6 +130,8 @@ def collect(
         elif doc.get("kind") == "time_to_walk":  # bench_time_to_walk: checkpoints' tracking
             label = _rerun(f"{doc['label']}, seed {doc['seed']}", seen[doc["task"]], fname)
             tracking.append((doc["task"], label, doc["points"]))
+            if trained is not None and doc.get("trained_s") is not None:
+                trained[label] = doc["trained_s"]
         elif doc.get("kind") == "time_to_threshold":  # bench_time_to_threshold
             a = doc["args"]
             panel = f"UniLab {a['algo']} on {a['task']}"
@@ -297,7 +307,10 @@ def on_axis(points: list[dict], key_x: str) -> list[dict]:
     return [p for p in points if p.get(key_x) is not None]
 
 
-def plot_tracking(plt, tracking, path: str, x: str = "time_s") -> bool:
+def plot_tracking(plt, tracking, path: str, x: str = "time_s", trained: dict | None = None) -> bool:
+    """One row per task, one panel per tracking metric; on the time axis MJLab's reference
+    (the mean of its runs' last checkpoints before `REFERENCE_S`, as bench_time_to_walk.py's
+    summary takes it: `trained` gives each run's seconds of training) as a dotted line."""
     key_x, scale, xlabel = training_axis(x)
     tasks = sorted({task for task, _, pts in tracking if pts})
     if not tasks:
@@ -308,6 +321,12 @@ def plot_tracking(plt, tracking, path: str, x: str = "time_s") -> bool:
     for row, task in zip(axes, tasks, strict=True):
         runs = [(label, on_axis(pts, key_x)) for t, label, pts in tracking if t == task]
         runs = [(label, pts) for label, pts in runs if pts]
+        mjlab = [
+            {"points": pts, "trained_s": (trained or {}).get(label)}
+            for label, pts in runs
+            if label.startswith("MJLab")
+        ]
+        ref = ttw.reference(mjlab, REFERENCE_S) if mjlab and x == "time_s" else None
         for ax, (key, title) in zip(row, TRACKING, strict=True):
             for i, (label, pts) in enumerate(runs):
                 ax.plot(
@@ -318,6 +337,15 @@ def plot_tracking(plt, tracking, path: str, x: str = "time_s") -> bool:
                     marker="o",
                     markersize=3,
                     label=label,
+                )
+            if ref is not None:  # MJLab's 10-minute policy, the target of the comparison
+                ax.axhline(ref[key], color="0.4", linestyle=":", linewidth=1.2)
+                ax.annotate(
+                    f"MJLab at {REFERENCE_S:.0f} s: {ref[key]:.3g}",
+                    (0.01, ref[key]),
+                    xycoords=("axes fraction", "data"),
+                    fontsize=8,
+                    va="bottom",
                 )
             ax.set_title(f"{task}: {title}")
             ax.set_xlabel(xlabel)
@@ -493,10 +521,11 @@ def main(argv=None) -> None:
     marks: dict = {}
     learner: list = []
     tracking: list = []
+    trained: dict = {}
     levels: list = []
     ranks: list = []
     curves, scaling, profiles = collect(
-        load(args.results), marks, learner, args.x, tracking, levels, ranks
+        load(args.results), marks, learner, args.x, tracking, levels, ranks, trained
     )
     os.makedirs(args.out, exist_ok=True)
     made = []
@@ -504,7 +533,7 @@ def main(argv=None) -> None:
         ("curves", lambda plt_, d, p: plot_curves(plt_, d, p, marks, args.x), curves),
         ("scaling", plot_scaling, scaling),
         ("profile", plot_profile, profiles),
-        ("tracking", lambda plt_, d, p: plot_tracking(plt_, d, p, args.x), tracking),
+        ("tracking", lambda plt_, d, p: plot_tracking(plt_, d, p, args.x, trained), tracking),
         ("levels", lambda plt_, d, p: plot_levels(plt_, d, p, args.x), levels),
         ("curriculum_ranks", lambda plt_, d, p: plot_ranks(plt_, d, p, args.x), ranks),
         ("efficiency", plot_efficiency, efficiencies(scaling, learner)),

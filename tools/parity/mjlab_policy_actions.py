@@ -7,7 +7,7 @@ plus seeded random ones, and writes {"task", "checkpoint", "obs": [B, D], "actio
 to a JSON. `tools/parity/compare_mjlab_policy.py` (UniLab's venv) checks that UniLab's
 converted policy gives the same actions.
 
-    PYTHONPATH=tools/parity/stubs:../shared/tools/mjlab-stubs MUJOCO_GL=disable \
+    PYTHONPATH=tools/parity/stubs MUJOCO_GL=disable \
       /tmp/mjvenv/bin/python tools/parity/mjlab_policy_actions.py \
       --task Mjlab-Velocity-Flat-Unitree-Go1 --checkpoint logs/.../model_1.pt --out go1.json
 """

@@ -1,6 +1,6 @@
 """Record MJLab 1.6.0 velocity-task steps as a parity fixture for UniLab.
 
-    PYTHONPATH=tools/parity/stubs:../shared/tools/mjlab-stubs MUJOCO_GL=disable \
+    PYTHONPATH=tools/parity/stubs MUJOCO_GL=disable \
       /tmp/mjvenv/bin/python tools/parity/record_mjlab.py \
       --task Mjlab-Velocity-Flat-Unitree-Go1 --num-envs 4 --steps 40 --seed 0 --device cpu \
       --out packages/unilab-envs/tests/data/mjlab/go1_flat

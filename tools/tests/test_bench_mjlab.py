@@ -44,7 +44,7 @@ def test_train_seconds_stops_the_run_and_its_children(tmp_path):
     child_pid = tmp_path / "child.pid"
     env = dict(os.environ, OUT=str(tmp_path / "out"), FAKE_CHILD_PID=str(child_pid))
     cmd = [sys.executable, str(ROOT / "tools" / "bench" / "bench_mjlab.py"), "--gpus", "1"]
-    cmd += ["--site", str(site), "--stubs", str(tmp_path / "stubs"), "--extra-path", ""]
+    cmd += ["--site", str(site)]
     cmd += ["--iterations", "100000", "--timeout", "60", "--train-seconds", "1.5", "--name", "t"]
     t0 = time.monotonic()
     subprocess.run(cmd, env=env, check=True, timeout=120, capture_output=True)

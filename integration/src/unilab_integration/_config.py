@@ -129,8 +129,8 @@ class RunnerConfig:
     `check_finite`: stop on NaN/inf in observations, losses, gradients or parameters.
     `deterministic`: torch deterministic algorithms (bit-for-bit resume on CPU).
     `matmul_precision`: `torch.set_float32_matmul_precision` in every worker: "highest"
-    (default: float32 matmuls, as RSL-RL), "high" (TF32 tensor cores on NVIDIA GPUs: PPO's
-    learning phase a third shorter on an H200, docs/benchmarks/ppo-end-to-end.md) or
+    (default: float32 matmuls, as RSL-RL), "high" (TF32 tensor cores on NVIDIA GPUs, what
+    MJLab's train script sets; its effect on PPO's update: docs/benchmarks/ppo-update.md) or
     "medium" (bfloat16 internally).
     `imports`: modules imported in every worker before the env is made (custom tasks).
     `save_replay` (FastSAC only): checkpoints also hold every rank's replay shard, so that a

@@ -15,6 +15,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "BUILTIN_TASK_NAMES",
+    "BUILTIN_TASK_ROBOTS",
     "check_builtin_task",
     "check_task",
     "import_modules",
@@ -35,6 +36,15 @@ BUILTIN_TASK_NAMES: tuple[str, ...] = (
 )
 """The names in `unilab_envs.tasks.BUILTIN_TASKS` (a test keeps them equal), known without
 importing the env stack."""
+
+BUILTIN_TASK_ROBOTS: dict[str, str] = {
+    "go1-velocity-flat": "go1",
+    "g1-velocity-flat": "g1",
+    "go1-velocity-rough": "go1",
+    "g1-velocity-rough": "g1",
+}
+"""The built-in tasks whose robot MJCF `unilab_envs.robot_files.find_mjcf` finds (MJLab's
+files: `unilab robots get`), known without importing unilab_envs (a test checks each task)."""
 
 
 def import_modules(names: Iterable[str]) -> None:

@@ -14,13 +14,9 @@ a mismatch there fails the run (exit 1 from the command) with the difference nam
 
 from __future__ import annotations
 
-import contextlib
 import os
 import shutil
-import signal
 import socket
-import threading
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -245,15 +241,18 @@ def train(config: TrainConfig, *, resume: str | None = None) -> dict[str, Any]:
     result.
 
     Everything that can be refused is refused before the run folder is touched. The folder's
-    lock is released on every way out, SIGTERM included (it raises SystemExit(143) here, after
-    the launcher has stopped the workers). A failing worker raises
-    `unilab_launch.WorkerFailedError` (its rank and traceback).
+    lock is released on every way out: Ctrl-C and SIGTERM follow unilab_launch's signal policy
+    (`interrupt_on_signals`: `LaunchInterrupted`, a KeyboardInterrupt, raised after the workers
+    were stopped). A failing worker raises `unilab_launch.WorkerFailedError` (its rank and
+    traceback).
     """
+    from unilab_launch import interrupt_on_signals
+
     config = with_slurm_hosts(config)  # the nodes are asked once; config.json records them
     world = validate(config, resume)
     plan = plan_run_folder(config, resume)
     lock = RunLock(plan.path)
-    with _sigterm_raises():
+    with interrupt_on_signals():
         try:
             lock.acquire()
             # again, under the lock (another trainer may have written since), same folder
@@ -292,22 +291,3 @@ def _launch(config: TrainConfig, resume: str | None, world: int, plan: RunPlan) 
     result["run_dir"] = str(run_dir)
     result["world_size"] = world
     return result
-
-
-@contextlib.contextmanager
-def _sigterm_raises() -> Iterator[None]:
-    """SIGTERM raises SystemExit(143) in the main thread while training, so that the launcher
-    stops the workers and `train` releases the run folder's lock (the default action would end
-    the process on the spot)."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def stop(signum: int, _frame: Any) -> None:
-        raise SystemExit(128 + signum)
-
-    previous = signal.signal(signal.SIGTERM, stop)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)

@@ -10,6 +10,7 @@
     unilab eval runs/go1-velocity-flat_ppo_*/ --num-envs 4096 --device cuda --json eval.json
     unilab export runs/cartpole-balance_ppo_*/ policy.onnx
     unilab list
+    unilab robots get go1 g1
 
 Exit status: 0 on success, 2 for invalid settings (refused before any worker starts and before
 anything is written: also another run's folder, a live trainer's lock, a resume whose budget
@@ -36,6 +37,7 @@ from ._algorithms import ALGORITHMS
 from ._config import PRESETS, TrainConfig, make_config
 from ._envs import check_builtin_task, import_modules
 from ._overrides import apply_overrides
+from ._robots import add_robots_parser, check_robot_files, robots_command
 from ._task_defaults import task_defaults
 
 __all__ = ["build_config", "main"]
@@ -183,6 +185,7 @@ def _parser() -> argparse.ArgumentParser:
     e.add_argument("--opset", type=int)
 
     sub.add_parser("list", help="list tasks, algorithms and presets")
+    add_robots_parser(sub)
     return p
 
 
@@ -254,6 +257,8 @@ def _list() -> None:
 def _train(args: argparse.Namespace) -> int:
     if not any(item.partition("=")[0].strip().startswith("runner.imports") for item in args.set):
         check_builtin_task(args.task)  # before make_config imports the algorithms (torch)
+        if not args.print_config:
+            check_robot_files(args.task, args.hosts)
     cfg = build_config(args)
     if args.print_config:
         print(json.dumps(cfg.to_dict(), indent=2, sort_keys=True))
@@ -495,6 +500,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _play(args)
         if args.command == "eval":
             return _eval(args)
+        if args.command == "robots":
+            return robots_command(args)
         return _export(args)
     except (ValueError, TypeError, FileNotFoundError) as e:  # CheckpointError is a ValueError
         print(f"unilab {args.command}: error: {e}", file=sys.stderr)

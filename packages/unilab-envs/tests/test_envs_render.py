@@ -1,9 +1,10 @@
-"""Offscreen rendering of one world (`unilab_envs.render.Renderer`) with MuJoCo's OSMesa backend.
+"""Offscreen rendering of one world (`unilab_envs.render.Renderer`).
 
 MuJoCo reads `MUJOCO_GL` once, when `mujoco` is first imported, and pytest has imported it long
 before these tests run; so the rendering checks run this file as a script in a subprocess with
-`MUJOCO_GL=osmesa` (software OpenGL on the CPU; needs `apt-get install -y libosmesa6`). The
-subprocess prints one JSON line of measurements that the tests assert on.
+the offscreen backend `unilab_envs.testing.offscreen_gl_backend()` finds (`MUJOCO_GL=osmesa`,
+software OpenGL on the CPU from `apt-get install -y libosmesa6`, or `MUJOCO_GL=egl` with a GPU
+driver). The subprocess prints one JSON line of measurements that the tests assert on.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import sys
 
 import pytest
 
-from unilab_envs.testing import offscreen_gl_available, render_tests_required
+from unilab_envs.testing import OFFSCREEN_GL_FIX, offscreen_gl_backend
 
 _SIZE = (64, 48)  # width, height
 
@@ -139,9 +140,10 @@ def _scenario_unavailable() -> dict:
 # ----------------------------------------------------------------------- tests
 @pytest.fixture(scope="module")
 def frames() -> dict:
-    if not offscreen_gl_available("osmesa") and not render_tests_required():
-        pytest.skip("no offscreen OpenGL (MUJOCO_GL=osmesa): apt-get install -y libosmesa6")
-    return _run_script("frames", "osmesa")
+    gl = offscreen_gl_backend()
+    if gl is None:
+        pytest.skip(OFFSCREEN_GL_FIX)
+    return _run_script("frames", gl)
 
 
 def test_frame_shape_dtype_and_determinism(frames):
@@ -176,10 +178,11 @@ def test_default_camera_tracks_floating_base(frames):
 def test_a_rough_task_renders_its_terrain():
     from unilab_envs.testing import mjlab_robot
 
-    if not offscreen_gl_available("osmesa") and not render_tests_required():
-        pytest.skip("no offscreen OpenGL (MUJOCO_GL=osmesa): apt-get install -y libosmesa6")
+    gl = offscreen_gl_backend()
+    if gl is None:
+        pytest.skip(OFFSCREEN_GL_FIX)
     mjlab_robot("go1")  # skip (or fail) with the reason when no go1.xml is found
-    res = _run_script("rough", "osmesa")
+    res = _run_script("rough", gl)
     assert res["scene_has_hfield"] is True  # the random-rough tiles
     assert res["terrain_geoms"] > 10  # the 2-row grid: heightfields, stair and box tiles, border
     assert res["nonblank"] > 50
@@ -196,6 +199,27 @@ def test_no_working_backend_raises_runtime_error_with_fix():
     assert res["is_runtime_error"] is True
     assert "MUJOCO_GL=osmesa" in msg and "MUJOCO_GL=egl" in msg
     assert "apt-get install -y libosmesa6" in msg
+
+
+def test_the_backend_is_mujoco_gl_when_it_works_else_osmesa_then_egl(monkeypatch):
+    import unilab_envs.testing as t
+
+    works: set[str] = set()
+    monkeypatch.setattr(t, "offscreen_gl_available", lambda backend: backend in works)
+    monkeypatch.delenv("UNILAB_REQUIRE_RENDER", raising=False)
+    monkeypatch.delenv("MUJOCO_GL", raising=False)
+    assert t.offscreen_gl_backend() is None
+    works.add("egl")
+    assert t.offscreen_gl_backend() == "egl"  # a GPU machine without libosmesa6
+    works.add("osmesa")
+    assert t.offscreen_gl_backend() == "osmesa"
+    monkeypatch.setenv("MUJOCO_GL", "EGL")
+    assert t.offscreen_gl_backend() == "egl"  # the user's choice first
+    works.discard("egl")
+    assert t.offscreen_gl_backend() is None  # chosen, not working: skip with the fix
+    monkeypatch.setenv("UNILAB_REQUIRE_RENDER", "1")
+    assert t.offscreen_gl_backend() == "egl"  # required: run, and fail with its error
+    assert "MUJOCO_GL=egl" in t.OFFSCREEN_GL_FIX and "libosmesa6" in t.OFFSCREEN_GL_FIX
 
 
 def test_bad_arguments_raise_before_any_gl_context():

@@ -1,14 +1,14 @@
 """MJLab 1.6.0's Unitree Go1 and G1 (`robots.go1`, `robots.g1`): constants, MJCF resolution,
-the missing-file error, and the compiled model's solver options, collisions and actuators.
+the robot cache filled from MJLab's wheel, the missing-file error, and the compiled model's
+solver options, collisions and actuators.
 
 Small MJCFs with MJLab's joint, body and geom names stand in for the real files (meshes are not
 needed); mjlab and Menagerie are faked on disk, never fetched. One test uses the real go1.xml
-when the mjlab wheel is staged in .kit/mjlab (`../shared/tools/mjlab-kit`).
+of an installed mjlab 1.6.0 (its files, found without importing it).
 """
 
 from __future__ import annotations
 
-import glob
 import importlib.util
 import math
 import os
@@ -20,12 +20,11 @@ import mujoco
 import numpy as np
 import pytest
 
+from unilab_envs import robot_files
 from unilab_envs.tasks import robots
-from unilab_envs.tasks.robots import _mjcf
 from unilab_envs.tasks.velocity import build_robot_model
 
 LEGS = ("FR", "FL", "RR", "RL")
-ROOT = Path(__file__).resolve().parents[3]
 
 
 def _go1_leg(leg: str, y: float, menagerie: bool) -> str:
@@ -230,10 +229,16 @@ def _fake_menagerie_cache(cache_dir: Path, text: str) -> str:
     return path
 
 
+@pytest.fixture(autouse=True)
+def _empty_robot_cache(tmp_path, monkeypatch):
+    # a robot cache of this machine's user must not decide the resolution tests
+    monkeypatch.setenv("UNILAB_ROBOTS_DIR", str(tmp_path / "robot-cache"))
+
+
 def _hide(monkeypatch, *names: str) -> None:
     real = importlib.util.find_spec
     monkeypatch.setattr(
-        _mjcf.importlib.util, "find_spec", lambda n, *a: None if n in names else real(n, *a)
+        robot_files.importlib.util, "find_spec", lambda n, *a: None if n in names else real(n, *a)
     )
 
 
@@ -266,15 +271,82 @@ def test_resolution_mjlab_before_menagerie_then_menagerie(tmp_path, monkeypatch)
     assert r.collisions == (robots._unitree.GO1_MENAGERIE_COLLISION,)
 
 
-def test_missing_file_names_the_three_ways(monkeypatch):
+def test_missing_file_names_the_ways_that_change_no_package(monkeypatch):
     _hide(monkeypatch, "mjlab", "mujoco_menagerie")
-    for make, file in ((robots.go1, "go1.xml"), (robots.g1, "g1.xml")):
+    for make, robot, file in ((robots.go1, "go1", "go1.xml"), (robots.g1, "g1", "g1.xml")):
         with pytest.raises(FileNotFoundError) as err:
             make()
         text = str(err.value)
         assert "mjcf=PATH" in text and file in text
-        assert "pip install mjlab" in text
-        assert 'pip install "unilab-envs[menagerie]"' in text
+        assert f"`unilab robots get {robot}`" in text
+        assert robot_files.robot_cache_dir() in text
+        assert "unilab-envs[menagerie]" in text
+        # `pip install mjlab` would replace torch and downgrade mujoco and mujoco-warp
+        assert "pip install" not in text
+
+
+def _mjlab_wheel(path: Path) -> Path:
+    """A wheel laid out as MJLab's: code, dist-info and both robots' xmls/ folders (an MJCF
+    and a mesh each)."""
+    tetra = "v 0 0 0\nv 0.1 0 0\nv 0 0.1 0\nv 0 0 0.1\nf 1 3 2\nf 1 2 4\nf 1 4 3\nf 2 3 4\n"
+    with zipfile.ZipFile(path, "w") as zf:
+        zf.writestr("mjlab/__init__.py", "")
+        zf.writestr("mjlab/envs/manager_based_rl_env.py", "")
+        zf.writestr("mjlab-1.6.0.dist-info/METADATA", "Name: mjlab\nVersion: 1.6.0\n")
+        for robot, text in (("go1", go1_xml()), ("g1", g1_xml())):
+            xml = "mjlab/" + robot_files.MJLAB_FILES[robot]
+            mesh = '<asset><mesh name="tetra" file="tetra.obj"/></asset>'
+            text = text.replace("<worldbody>", f'<compiler meshdir="assets"/>{mesh}<worldbody>', 1)
+            text = text.replace(
+                "</worldbody>",
+                '<body><geom type="mesh" mesh="tetra" group="2"/></body></worldbody>',
+            )
+            zf.writestr(xml, text)
+            zf.writestr(os.path.dirname(xml) + "/assets/tetra.obj", tetra)
+        zf.writestr("mjlab/asset_zoo/robots/unitree_go1/go1_constants.py", "")
+    return path
+
+
+def test_robot_files_from_a_wheel_are_kept_in_the_cache_and_found_first(tmp_path, monkeypatch):
+    _hide(monkeypatch, "mujoco_menagerie")
+    _fake_mjlab(tmp_path / "site", go1_xml())  # an installed mjlab: the cache comes first
+    monkeypatch.syspath_prepend(str(tmp_path / "site"))
+    (tmp_path / "wheels").mkdir()
+    wheel = _mjlab_wheel(tmp_path / "wheels" / "mjlab-1.6.0-py3-none-any.whl")
+    cache = Path(robot_files.robot_cache_dir())
+    paths = robot_files.fetch_robot_files(["go1", "g1", "go1"], tmp_path / "wheels")
+    assert paths == {r: str(cache / "mjlab" / robot_files.MJLAB_FILES[r]) for r in ("go1", "g1")}
+    kept = sorted(str(p.relative_to(cache)) for p in cache.rglob("*") if p.is_file())
+    assert kept == sorted(
+        f"mjlab/{os.path.dirname(robot_files.MJLAB_FILES[r])}/{f}"
+        for r in ("go1", "g1")
+        for f in (os.path.basename(robot_files.MJLAB_FILES[r]), "assets/tetra.obj")
+    )
+    assert robots.find_mjcf("go1") == robots.MjcfSource(paths["go1"], "cache")
+    for robot, make in (("go1", robots.go1), ("g1", robots.g1)):
+        r = make()
+        assert r.mjcf == paths[robot]
+        assert build_robot_model(r).nmesh == 1  # the mesh came along
+    # again, from the wheel file itself: the earlier copy is replaced
+    (cache / "mjlab" / robot_files.MJLAB_FILES["go1"]).write_text("stale")
+    robot_files.fetch_robot_files(["go1"], wheel)
+    assert "stale" not in Path(paths["go1"]).read_text()
+
+
+def test_fetch_refuses_a_wheel_without_the_robot_and_unknown_robots(tmp_path):
+    bare = tmp_path / "mjlab-1.6.0-py3-none-any.whl"
+    with zipfile.ZipFile(bare, "w") as zf:
+        zf.writestr("mjlab/__init__.py", "")
+    with pytest.raises(ValueError, match=r"no mjlab/asset_zoo/robots/unitree_go1/xmls/go1\.xml"):
+        robot_files.fetch_robot_files(["go1"], bare)
+    with pytest.raises(ValueError, match="unknown robot 'h1'"):
+        robot_files.fetch_robot_files(["h1"], bare)
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(FileNotFoundError, match=r"no mjlab-1\.6\.0-\*\.whl in this folder"):
+        robot_files.fetch_robot_files(["go1"], tmp_path / "empty")
+    with pytest.raises(FileNotFoundError, match="no such wheel file or folder"):
+        robot_files.fetch_robot_files(["go1"], tmp_path / "nowhere.whl")
+    assert not os.path.exists(robot_files.robot_cache_dir())
 
 
 # ----------------------------------------------------------------------------- the model
@@ -396,16 +468,16 @@ def test_foot_geoms_decide_foot_contact(tmp_path):
     assert not task._host["geom_term"].any()
 
 
+MJLAB = importlib.util.find_spec("mjlab")
+
+
 @pytest.mark.skipif(
-    not glob.glob(str(ROOT / ".kit/mjlab/mjlab-1.6.0-*.whl")),
-    reason="the mjlab 1.6.0 wheel is not staged in .kit/mjlab (../shared/tools/mjlab-kit)",
+    MJLAB is None,
+    reason="mjlab is not installed: `pip install --no-deps mjlab==1.6.0` (its files suffice)",
 )
-def test_real_mjlab_go1_xml(tmp_path):
-    wheel = sorted(glob.glob(str(ROOT / ".kit/mjlab/mjlab-1.6.0-*.whl")))[-1]
-    prefix = "mjlab/" + _mjcf.MJLAB_FILES["go1"].rsplit("/", 1)[0] + "/"
-    with zipfile.ZipFile(wheel) as zf:
-        zf.extractall(tmp_path, [n for n in zf.namelist() if n.startswith(prefix)])
-    mjm = build_robot_model(robots.go1(os.path.join(tmp_path, prefix, "go1.xml")))
+def test_real_mjlab_go1_xml():
+    root = MJLAB.submodule_search_locations[0]
+    mjm = build_robot_model(robots.go1(os.path.join(root, robot_files.MJLAB_FILES["go1"])))
     colliding = {
         mujoco.mj_id2name(mjm, mujoco.mjtObj.mjOBJ_GEOM, g)
         for g in range(mjm.ngeom)

@@ -68,4 +68,4 @@ def test_launch_cli_runs_and_reports_the_failing_rank(tmp_path: Path) -> None:
     assert "unilab-launch: rank 1 of 2 (host localhost, local rank 1" in out.stderr
     assert "failed first: RuntimeError: cli failure on rank 1" in out.stderr
     assert 'raise RuntimeError(f"cli failure on rank {rank}")' in out.stderr
-    assert elapsed < 150  # plain torchrunx would wait out the 300 s collective timeout
+    assert elapsed < 150  # a peer left in its collective would wait out the 300 s timeout

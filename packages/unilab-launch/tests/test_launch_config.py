@@ -33,6 +33,7 @@ def test_launch_public_api() -> None:
         "LaunchInterrupted",
         "WorkerFailedError",
         "__version__",
+        "interrupt_on_signals",
         "launch",
         "parse_gpus",
         "parse_hosts",

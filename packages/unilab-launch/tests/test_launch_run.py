@@ -1,4 +1,4 @@
-"""Real launches of CPU (gloo) workers through torchrunx: results, seeds, env, logs, failures."""
+"""Real launches of CPU (gloo) workers: results, seeds, env, logs, failures."""
 
 from __future__ import annotations
 
@@ -64,35 +64,8 @@ def test_launch_four_cpu_workers_all_reduce(tmp_path: Path, monkeypatch) -> None
     _no_worker_alive(log_dir, 4)
 
 
-def test_launch_again_when_a_rendezvous_port_was_taken(tmp_path: Path, monkeypatch) -> None:
-    import torchrunx
-
-    real_run, calls = torchrunx.Launcher.run, []
-
-    def flaky_run(self, *args, **kwargs):
-        calls.append(1)
-        if len(calls) == 1:  # what torchrunx raises when a port it picked was taken meanwhile
-            raise RuntimeError(
-                "The server socket has failed to listen on any local network address. "
-                "port: 1234, useIpv6: false, code: -98, name: EADDRINUSE"
-            )
-        return real_run(self, *args, **kwargs)
-
-    monkeypatch.setattr(torchrunx.Launcher, "run", flaky_run)
-    config = LaunchConfig(cpu_workers=2, log_dir=tmp_path / "logs", timeout=60, num_threads=1)
-    with pytest.warns(RuntimeWarning, match="launch attempt 1: a port picked"):
-        out = launch(launch_targets.allreduce_report, (1.0,), config=config)
-    assert len(calls) == 2 and [o["sum"] for o in out] == [3.0, 3.0]
-    # any other failure is not retried
-    calls.clear()
-    monkeypatch.setattr(torchrunx.Launcher, "run", lambda self, *a, **k: calls.append(1) or 1 / 0)
-    with pytest.raises(WorkerFailedError, match="ZeroDivisionError"):
-        launch(launch_targets.allreduce_report, (1.0,), config=config)
-    assert len(calls) == 1
-
-
 def test_launch_two_hosts_two_workers_each(tmp_path: Path) -> None:
-    # Two loopback addresses are two hosts to torchrunx (one agent each, run without SSH since
+    # Two loopback addresses are two hosts (one agent each, started without SSH since
     # both are this machine): the multi-node path of rank layout, rendezvous and collectives.
     config = LaunchConfig(
         hosts="127.0.0.1,127.0.0.2",
@@ -146,7 +119,7 @@ def test_launch_first_failure_surfaces_promptly(
     assert err.log_path == log_dir.resolve() / f"rank{fail_rank}.log"
     assert f"deliberate failure on rank {fail_rank}" in err.log_path.read_text()
 
-    # prompt: far below the collective timeout that plain torchrunx would wait out
+    # prompt: far below the collective timeout that a collective left waiting would wait out
     record = json.loads((log_dir / "failures" / f"rank{fail_rank}.json").read_text())
     assert record["rank"] == fail_rank
     assert (raised_ns - record["time_ns"]) / 1e9 < 30.0

@@ -57,7 +57,7 @@ def test_slurm_without_scontrol_is_an_error_naming_it(tmp_path: Path, monkeypatc
 
 @pytest.mark.slow
 def test_launch_slurm_two_nodes_one_worker_each(tmp_path: Path, monkeypatch) -> None:
-    # two loopback names are two hosts to torchrunx: one agent each, started without SSH
+    # two loopback names are two hosts: one agent each, started without SSH
     for key, value in fake_slurm_env(tmp_path, ["127.0.0.2", "127.0.0.1"]).items():
         monkeypatch.setenv(key, value)
     config = LaunchConfig(

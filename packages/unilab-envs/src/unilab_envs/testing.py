@@ -9,21 +9,27 @@ to also check determinism: two envs driven by the same actions must give bitwise
 
 from __future__ import annotations
 
+import collections
+import contextlib
 import functools
 import os
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
+import attrs
 import torch
 from tensordict import TensorDict
 
 __all__ = [
+    "StepLaunches",
     "check_vec_env",
+    "count_step_launches",
     "mjlab_robot",
     "mjlab_tests_required",
     "offscreen_gl_available",
+    "offscreen_gl_backend",
     "render_tests_required",
 ]
 
@@ -182,6 +188,29 @@ def offscreen_gl_available(backend: str = "osmesa") -> bool:
     return proc.returncode == 0
 
 
+OFFSCREEN_GL_FIX = (
+    "no offscreen OpenGL: install software rendering (`apt-get install -y libosmesa6`) or, "
+    "with a GPU driver's EGL, set MUJOCO_GL=egl"
+)
+"""The skip reason of a rendering test on a machine where no offscreen backend works."""
+
+
+def offscreen_gl_backend() -> str | None:
+    """The `MUJOCO_GL` backend a rendering test uses here: `MUJOCO_GL` itself when it names an
+    offscreen backend (egl, osmesa) that works, else osmesa, else egl, else None (none works).
+
+    Under `UNILAB_REQUIRE_RENDER=1` it returns a backend even when none works ("osmesa", or the
+    one `MUJOCO_GL` names), so that the test fails with the renderer's own error.
+    """
+    offscreen = ("osmesa", "egl")
+    chosen = os.environ.get("MUJOCO_GL", "").lower()
+    order = [chosen] if chosen in offscreen else list(offscreen)
+    for backend in order:
+        if offscreen_gl_available(backend):
+            return backend
+    return order[0] if render_tests_required() else None
+
+
 def render_tests_required() -> bool:
     """True when `UNILAB_REQUIRE_RENDER=1`: rendering tests must run (CI sets it) rather than
     be skipped on a machine without offscreen OpenGL."""
@@ -211,3 +240,124 @@ def mjlab_robot(name: str) -> Any:
         if mjlab_tests_required():
             raise
         pytest.skip(f"MJLab's {name} MJCF not found (`pip install --no-deps mjlab==1.6.0`): {e}")
+
+
+@attrs.frozen(kw_only=True)
+class StepLaunches:
+    """What one control step launches on the device, as a CUDA graph of it would hold.
+
+    Attributes:
+        kernels: warp kernel launches (`wp.launch`, `wp.launch_tiled`) per kernel, named
+            `<python module>:<kernel key>`.
+        memory_ops: warp memsets and copies (`array.zero_`, `array.fill_`, `wp.copy`).
+        loops: `wp.capture_while` loops (MuJoCo Warp's solver iterations); each loop body's
+            launches are counted once, as a CUDA graph holds them in one conditional node.
+        torch_ops: torch operators run around the graph (the action copy, the output copy).
+    """
+
+    kernels: collections.Counter
+    memory_ops: int
+    loops: int
+    torch_ops: int
+
+    @property
+    def total_kernels(self) -> int:
+        return sum(self.kernels.values())
+
+    def kernels_of(self, package: str) -> int:
+        """Kernel launches of kernels defined in `package` (e.g. "unilab_envs")."""
+        return sum(c for k, c in self.kernels.items() if k.split(".")[0].split(":")[0] == package)
+
+
+def count_step_launches(env: Any, action: torch.Tensor) -> StepLaunches:
+    """Run `env.step(action)` eagerly (warp's CPU device, or CUDA without graph capture) and
+    count the device work it issues (`StepLaunches`). The step runs for real: the env advances.
+
+    A guard for what a CUDA graph of the step replays; the solver's iteration loop runs a
+    data-dependent number of times eagerly, so only its first pass is counted.
+    """
+    import warp as wp
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    kernels: collections.Counter = collections.Counter()
+    counts = {"memory_ops": 0, "loops": 0, "torch_ops": 0}
+    state = {"counting": True, "depth": 0}
+
+    def launch(orig):
+        def wrapper(kernel, *args, **kwargs):
+            if state["counting"] and state["depth"] == 0:
+                kernels[kernel_name(kernel)] += 1
+            state["depth"] += 1  # launch_tiled calls launch: count the outermost call
+            try:
+                return orig(kernel, *args, **kwargs)
+            finally:
+                state["depth"] -= 1
+
+        return wrapper
+
+    def memory_op(orig):
+        def wrapper(*args, **kwargs):
+            # zero_ of a strided array calls fill_ (which may launch): the outermost call
+            if state["counting"] and state["depth"] == 0:
+                counts["memory_ops"] += 1
+            state["depth"] += 1
+            try:
+                return orig(*args, **kwargs)
+            finally:
+                state["depth"] -= 1
+
+        return wrapper
+
+    def capture_while(orig):
+        def wrapper(condition, while_body, stream=None, **kwargs):
+            if state["counting"]:
+                counts["loops"] += 1
+            passes = iter(range(1 << 62))
+
+            def body(**kw):
+                outer = state["counting"]
+                state["counting"] = outer and next(passes) == 0
+                try:
+                    return while_body(**kw)
+                finally:
+                    state["counting"] = outer
+
+            return orig(condition, body, stream=stream, **kwargs)
+
+        return wrapper
+
+    class TorchOps(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            counts["torch_ops"] += 1
+            return func(*args, **(kwargs or {}))
+
+    patches = [
+        (wp, "launch", launch),
+        (wp, "launch_tiled", launch),
+        (wp, "capture_while", capture_while),
+        (wp, "copy", memory_op),
+        (wp.array, "zero_", memory_op),
+        (wp.array, "fill_", memory_op),
+    ]
+    with contextlib.ExitStack() as stack:
+        for owner, name, wrap in patches:
+            stack.enter_context(_patched(owner, name, wrap(getattr(owner, name))))
+        with TorchOps():
+            env.step(action)
+    return StepLaunches(kernels=kernels, **counts)
+
+
+def kernel_name(kernel: Any) -> str:
+    """`<python module>:<kernel key>` of a warp kernel."""
+    func = getattr(kernel, "func", None)
+    return f"{getattr(func, '__module__', '?')}:{getattr(kernel, 'key', repr(kernel))}"
+
+
+@contextlib.contextmanager
+def _patched(owner: Any, name: str, value: Any) -> Iterator[None]:
+    old = getattr(owner, name)
+    setattr(owner, name, value)
+    try:
+        yield
+    finally:
+        setattr(owner, name, old)

@@ -4,12 +4,13 @@
 
     results = launch("my_pkg.train:main", args=("cfg.toml",), gpus="all", seed=1)
 
-Public API: `launch`, `LaunchConfig`, `WorkerFailedError`, `LaunchInterrupted`, `parse_gpus`,
+Public API: `launch`, `LaunchConfig`, `WorkerFailedError`, `LaunchInterrupted`,
+`interrupt_on_signals` (the launch's signal policy, for code around a launch), `parse_gpus`,
 `parse_hosts`, `read_hostfile`, `resolve_hosts`, `DEFAULT_ENV_PATTERNS`; the command
 `unilab-launch` (`unilab_launch.cli`).
 
-`launch` and its errors live with torch; they are imported on first use, so that importing
-this package (and `unilab-launch --help`) does not import torch.
+`launch` lives with torch; it is imported on first use, so that importing this package (and
+`unilab-launch --help`) does not import torch.
 """
 
 from __future__ import annotations
@@ -23,11 +24,12 @@ from ._config import LaunchConfig as LaunchConfig
 from ._config import parse_gpus as parse_gpus
 from ._config import parse_hosts as parse_hosts
 from ._config import read_hostfile as read_hostfile
+from ._failures import WorkerFailedError as WorkerFailedError
+from ._signals import LaunchInterrupted as LaunchInterrupted
+from ._signals import interrupt_on_signals as interrupt_on_signals
 from ._slurm import resolve_hosts as resolve_hosts
 
 if TYPE_CHECKING:
-    from ._launch import LaunchInterrupted as LaunchInterrupted
-    from ._launch import WorkerFailedError as WorkerFailedError
     from ._launch import launch as launch
 
 __version__ = "0.1.0"
@@ -38,6 +40,7 @@ __all__ = [
     "LaunchInterrupted",
     "WorkerFailedError",
     "__version__",
+    "interrupt_on_signals",
     "launch",
     "parse_gpus",
     "parse_hosts",
@@ -45,7 +48,7 @@ __all__ = [
     "resolve_hosts",
 ]
 
-_LAZY = {"LaunchInterrupted": "._launch", "WorkerFailedError": "._launch", "launch": "._launch"}
+_LAZY = {"launch": "._launch"}
 
 
 def __getattr__(name: str) -> Any:

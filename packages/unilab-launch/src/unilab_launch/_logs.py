@@ -1,8 +1,10 @@
 """Where worker and agent output goes: one file per global rank, rank 0 also to the console.
 
-torchrunx streams every log record (and every line a worker prints) of every host to a logging
-server in the launcher; `LogHandlers` is the handler factory that server calls. Records carry
-`hostname` (as given in the host list) and `local_rank` (None for an agent).
+Every agent and worker sends its log records (and every line it prints) to the launcher's
+control server as JSON (`log_to_launcher`): plain data, so a record can never run code where
+it arrives. The launcher turns them back into records (`record_from`) and hands them to the
+handlers of `LogHandlers`. Records carry `hostname` (as given in the host list) and
+`local_rank` (None for an agent).
 
 Levels: a line written to stdout is INFO, a line written to stderr WARNING (torchrunx logs
 stderr at ERROR, which made warnings of a successful run look like failures); records a process
@@ -11,18 +13,18 @@ logs keep their own level (a failing worker logs its traceback at ERROR).
 
 from __future__ import annotations
 
+import contextlib
 import logging
-import multiprocessing
 import os
-import signal
 import sys
 import threading
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
-from ._proc import parent_death_signal
+from ._net import Channel
 
-__all__ = ["LogHandlers", "log_lines", "rank_log_path"]
+__all__ = ["LogHandlers", "log_lines", "log_to_launcher", "rank_log_path", "record_from"]
 
 _FILE_FORMAT = "%(asctime)s %(levelname)s %(message)s"
 
@@ -36,7 +38,7 @@ def log_lines(fd: int, level: int) -> None:
     """From now on, log every line written to file descriptor `fd` (1 or 2) at `level`.
 
     Replaces what `fd` points to with a pipe read by a daemon thread that logs each line on the
-    root logger (which torchrunx streams to the launcher).
+    root logger (which `log_to_launcher` sends to the launcher).
     """
     (sys.stdout if fd == 1 else sys.stderr).flush()
     read_fd, write_fd = os.pipe()
@@ -50,6 +52,60 @@ def log_lines(fd: int, level: int) -> None:
     threading.Thread(target=pump, name=f"unilab-launch-fd{fd}", daemon=True).start()
     os.dup2(write_fd, fd)
     os.close(write_fd)
+
+
+class _ToLauncher(logging.Handler):
+    """Sends each record as a JSON frame: its level, time, logger name and formatted text."""
+
+    def __init__(self, channel: Channel, hostname: str, local_rank: int | None) -> None:
+        super().__init__()
+        self.channel = channel
+        self.origin = {"hostname": hostname, "local_rank": local_rank}
+
+    def emit(self, record: logging.LogRecord) -> None:
+        text = record.getMessage()
+        if record.exc_info:
+            text = f"{text}\n{logging.Formatter().formatException(record.exc_info)}"
+        data = {
+            "name": record.name,
+            "levelno": record.levelno,
+            "levelname": record.levelname,
+            "created": record.created,
+            "msg": text,
+            **self.origin,
+        }
+        with contextlib.suppress(OSError, ValueError):  # the launcher is gone: nothing to tell
+            self.channel.send_json(data)
+
+    def close(self) -> None:
+        self.channel.close()
+        super().close()
+
+
+def log_to_launcher(
+    address: tuple[str, int], key: bytes, hostname: str, local_rank: int | None
+) -> None:
+    """From now on, send every record of this process to the launcher at `address` (a
+    connection authenticated with `key`); `local_rank` None marks an agent."""
+    channel = Channel.connect(address, key, timeout=60.0)
+    channel.send_json({"role": "log"})
+    logging.root.setLevel(logging.NOTSET)
+    logging.root.addHandler(_ToLauncher(channel, hostname, local_rank))
+    logging.captureWarnings(capture=True)
+
+
+def record_from(data: dict[str, Any]) -> logging.LogRecord:
+    """The `LogRecord` of one JSON record from `log_to_launcher`; a non-root logger's name
+    prefixes the message ("unilab_launch.worker:rank 1 failed: ...")."""
+    fields = {k: data.get(k) for k in ("levelno", "levelname", "created", "hostname")}
+    fields["local_rank"] = data.get("local_rank")
+    name = str(data.get("name", "root"))
+    text = str(data.get("msg", ""))
+    fields["msg"] = text if name == "root" else f"{name}:{text}"
+    fields["name"] = f"unilab_launch.{fields['hostname']}"
+    record = logging.makeLogRecord(fields)
+    record.msecs = (record.created - int(record.created)) * 1000
+    return record
 
 
 class _Select(logging.Filter):
@@ -89,12 +145,6 @@ class LogHandlers:
         self.console = console
 
     def __call__(self) -> list[logging.Handler]:
-        # torchrunx calls this in its log server, a forked child of the launcher that would
-        # outlive a launcher killed by SIGKILL: it ends with its parent instead.
-        if multiprocessing.parent_process() is not None:
-            parent = os.getppid()
-            if parent_death_signal(signal.SIGKILL) and os.getppid() != parent:
-                os._exit(0)
         self.log_dir.mkdir(parents=True, exist_ok=True)
         formatter = logging.Formatter(_FILE_FORMAT)
         handlers: list[logging.Handler] = []

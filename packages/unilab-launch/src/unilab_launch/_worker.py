@@ -1,33 +1,27 @@
 """What runs inside each worker process: device, seed, process group, the target, and failure.
 
-torchrunx starts the worker with `RANK`, `LOCAL_RANK`, `WORLD_SIZE`, `LOCAL_WORLD_SIZE`,
-`MASTER_ADDR` and `MASTER_PORT` set, and calls `run_worker(spec, target, args)`.
+The agent of the host spawns `worker_main` with the worker's environment (`RANK`,
+`LOCAL_RANK`, `WORLD_SIZE`, `LOCAL_WORLD_SIZE`, `MASTER_ADDR`, `MASTER_PORT` of the store that
+the first host's agent holds) and a pipe back to itself; the worker sends its log records to
+the launcher (JSON) and its result (or its failure record) to the agent through the pipe.
 
-Failure protocol (why it exists: torchrunx 0.4.0 waits until *every* worker of a host has
-returned, so when one worker raises while the others sit in a collective, the launcher only
-hears of it after the collective timeout, and then reports the timeout). Here a worker that
-raises:
+Failure protocol. A worker that raises:
 
 1. writes `<run_dir>/failures/rank<R>.json` (atomically) with its rank, host, pid, the time in
-   nanoseconds and the traceback;
-2. writes the same record to torch-elastic's error file (`TORCHELASTIC_ERROR_FILE`), so the
-   record travels to the launcher through torchrunx even when `run_dir` is not shared;
-3. logs the traceback to its log and exits the process with status 1 at once.
+   nanoseconds and the traceback, and sends the same record to its agent (which carries it to
+   the launcher, so it arrives even when `run_dir` is not shared);
+2. logs the traceback and exits the process with status 1 at once.
 
-The non-zero exit makes torch-elastic on that host stop the worker's siblings within about a
-second, torchrunx's agents tell each other and the launcher, and the launcher raises
-`WorkerFailedError` for the earliest failure record (a rank that fails *because* its peer died
-fails later).
-
-A worker that dies without going through this path (a signal, `os._exit`, a crash) leaves no
-record; its agent reports its pid and exit status instead (`_agent.py`).
+The agent sees it and stops the worker's siblings, the launcher stops every other agent, and
+raises `WorkerFailedError` for the earliest failure record (a rank that fails *because* its
+peer died fails later). A worker that dies without going through this path (a signal,
+`os._exit`, a crash) leaves no record; its agent reports its pid and exit status instead.
 
 Process lifetime: a worker ends when its agent ends (parent-death signal SIGKILL, Linux), and
-ignores SIGINT: a Ctrl-C in the terminal reaches every process of the foreground group, and the
-launcher, not each worker, turns it into one stop of the whole run.
+ignores SIGINT (`_signals.py`).
 
-Output: torchrunx logs every line a worker writes to stderr at ERROR; here stderr lines are
-logged at WARNING (stderr is not a failure by itself), and a failure's traceback at ERROR.
+Output: lines written to stdout are logged at INFO, to stderr at WARNING (stderr is not a
+failure by itself), and a failure's traceback at ERROR.
 """
 
 from __future__ import annotations
@@ -47,33 +41,45 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 import attrs
+import cloudpickle
 import torch
 import torch.distributed as dist
 
-from ._logs import log_lines
+from ._logs import log_lines, log_to_launcher
 from ._proc import parent_death_signal, process_start_ticks
+from ._signals import ignore_terminal_interrupt
 
 __all__ = [
+    "ENV_CONTROL",
+    "ENV_HOST",
+    "ENV_KEY",
     "ENV_LAUNCHER",
     "ENV_RUN_DIR",
-    "EXITS_MARKER",
-    "FAILURE_MARKER",
+    "RESULT",
     "WorkerSpec",
     "process_start_ticks",
     "run_worker",
+    "worker_main",
+    "write_json_atomic",
 ]
 
-FAILURE_MARKER = "unilab-launch-failure:"
-"""Prefix of the JSON failure record carried in torchrunx's WorkerFailedError message."""
+ENV_KEY = "UNILAB_LAUNCH_KEY"
+"""The launch's secret key (hex), in the environment of its agents and workers only."""
 
-EXITS_MARKER = "unilab-launch-exits:"
-"""Prefix of the JSON list of exit reports appended to torchrunx's failure message."""
+RESULT = b"R"
+"""First byte of a worker's message to its agent that holds its pickled result (else: JSON)."""
 
 ENV_RUN_DIR = "UNILAB_LAUNCH_DIR"
 """The launch's folder (for `exits/`), exported to every agent."""
 
 ENV_LAUNCHER = "UNILAB_LAUNCHER"
 """'<host> <pid> <start ticks>' of the launcher process, exported to every agent."""
+
+ENV_HOST = "UNILAB_LAUNCH_HOST"
+"""The host's name as given in the launch's host list (log records carry it)."""
+
+ENV_CONTROL = "UNILAB_LAUNCH_CONTROL"
+"""'<address> <port>' of the launcher's control server, for agents and workers."""
 
 _log = logging.getLogger("unilab_launch.worker")
 
@@ -112,8 +118,8 @@ def _device(spec: WorkerSpec, local_rank: int, local_world_size: int) -> torch.d
     return device
 
 
-def _fail(rank: int, local_rank: int, run_dir: Path, exc: BaseException) -> NoReturn:
-    """Record the failure of this worker and end the process with status 1."""
+def _fail(rank: int, local_rank: int, run_dir: Path, exc: BaseException, agent: Any) -> NoReturn:
+    """Record the failure of this worker, tell its agent, and end the process with status 1."""
     record = {
         "rank": rank,
         "local_rank": local_rank,
@@ -125,21 +131,23 @@ def _fail(rank: int, local_rank: int, run_dir: Path, exc: BaseException) -> NoRe
     }
     with contextlib.suppress(Exception):
         write_json_atomic(run_dir / "failures" / f"rank{rank}.json", record)
-    error_file = os.environ.get("TORCHELASTIC_ERROR_FILE")
-    if error_file:
-        with contextlib.suppress(Exception):
-            message = FAILURE_MARKER + json.dumps(record)
-            write_json_atomic(Path(error_file), {"message": message, "timestamp": time.time()})
+    with contextlib.suppress(Exception):
+        agent.send_bytes(json.dumps(record).encode())
     with contextlib.suppress(Exception):
         _log.error("rank %d failed:\n%s", rank, record["traceback"].rstrip())
     with contextlib.suppress(Exception):
         sys.stdout.flush()
         sys.stderr.flush()
+    with contextlib.suppress(Exception):
+        logging.shutdown()
     os._exit(1)
 
 
-def run_worker(spec: WorkerSpec, target: Callable[..., Any], args: Sequence[Any]) -> Any:
-    """Prepare this worker (threads, device, seed, process group), run `target(*args)`, return.
+def run_worker(
+    spec: WorkerSpec, target: Callable[..., Any], args: Sequence[Any], agent: Any
+) -> None:
+    """Prepare this worker (threads, device, seed, process group), run `target(*args)` and send
+    the pickled result to the agent through the pipe `agent`.
 
     Sets `UNILAB_SEED` (this rank's seed), `UNILAB_BASE_SEED` and `UNILAB_RUN_DIR` in the
     worker's environment. On any exception the worker records it and exits (module docstring).
@@ -151,11 +159,6 @@ def run_worker(spec: WorkerSpec, target: Callable[..., Any], args: Sequence[Any]
     run_dir = Path(spec.run_dir)
     created_group = False
     try:
-        parent = os.getppid()
-        if parent_death_signal(signal.SIGKILL) and os.getppid() != parent:
-            os._exit(1)  # the agent ended before the parent-death signal was armed
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
-        log_lines(2, logging.WARNING)
         pid = os.getpid()
         record = {
             "rank": rank,
@@ -176,33 +179,51 @@ def run_worker(spec: WorkerSpec, target: Callable[..., Any], args: Sequence[Any]
         )
         seed_everything(seed)
         if not dist.is_initialized():
+            timeout = timedelta(seconds=spec.timeout)
+            # the first host's agent holds the store (bound where the launch listens)
+            store = dist.TCPStore(
+                os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"]), None, False, timeout
+            )
             kwargs: dict[str, Any] = {"device_id": device} if device.type == "cuda" else {}
             dist.init_process_group(
                 "nccl" if device.type == "cuda" else "gloo",
-                init_method="env://",
+                store=store,
                 world_size=world_size,
                 rank=rank,
-                timeout=timedelta(seconds=spec.timeout),
+                timeout=timeout,
                 **kwargs,
             )
             created_group = True
         DistContext.from_env(device)  # checks device against local rank, group against env
         result = target(*args)
+        if created_group and dist.is_initialized():
+            with contextlib.suppress(Exception):
+                dist.destroy_process_group()
+        agent.send_bytes(RESULT + cloudpickle.dumps(result))
     except BaseException as exc:
-        _fail(rank, local_rank, run_dir, exc)
-    if created_group and dist.is_initialized():
-        with contextlib.suppress(Exception):
-            dist.destroy_process_group()
-    # From here the worker only hands its result back and tears the interpreter down. The agent
-    # stops workers that are still tearing down once every result is in (SIGTERM), which would
-    # raise torch-elastic's SignalException inside an exit hook and print a traceback into a
-    # successful run's log; a SIGTERM now ends the process quietly.
-    signal.signal(signal.SIGTERM, _exit_after_result)
-    return result
+        _fail(rank, local_rank, run_dir, exc, agent)
 
 
-def _exit_after_result(signum: int, _frame: Any) -> None:
+def worker_main(env: dict[str, str], payload: bytes, agent: Any) -> None:
+    """Entry of a worker process, spawned by its agent: `env` is this worker's environment
+    (rank, store address), `payload` the pickled (WorkerSpec, target, args), `agent` the write
+    end of a pipe to the agent."""
+    parent = os.getppid()
+    if parent_death_signal(signal.SIGKILL) and os.getppid() != parent:
+        os._exit(1)  # the agent ended before the parent-death signal was armed
+    ignore_terminal_interrupt()
+    os.environ.update(env)
+    host, port = os.environ[ENV_CONTROL].split()
+    log_to_launcher(
+        (host, int(port)),
+        bytes.fromhex(os.environ[ENV_KEY]),
+        os.environ[ENV_HOST],
+        int(env["LOCAL_RANK"]),
+    )
+    log_lines(1, logging.INFO)
+    log_lines(2, logging.WARNING)
+    spec, target, args = cloudpickle.loads(payload)
+    run_worker(spec, target, args, agent)
     with contextlib.suppress(Exception):
         sys.stdout.flush()
         sys.stderr.flush()
-    os._exit(128 + signum)

@@ -1,11 +1,13 @@
 """Test helpers: a faked SLURM allocation for `hosts="slurm"` on one machine, the modules
-that a console command imports, and a terminal's signal dispositions for a child process.
+that a console command imports, a terminal's signal dispositions for a child process, and the
+sockets that a process tree listens on.
 
     env = fake_slurm_env(tmp_path, ["localhost"])
     subprocess.run(["unilab-launch", "--hosts", "slurm", "--cpu-workers", "2", ...], env=env)
     run = run_console_script("unilab-launch", ["--help"], watch=("torch",))
     assert run.code == 0 and run.imported == []
     proc = subprocess.Popen(cmd, preexec_fn=terminal_signals)  # then send it a Ctrl-C
+    listening_sockets(process_tree(proc.pid))  # {("127.0.0.1", 41234): pid, ...}
 
 Importing this module imports nothing heavy.
 """
@@ -15,6 +17,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import stat
 import subprocess
 import sys
@@ -24,7 +27,17 @@ from typing import Any
 
 import attrs
 
-__all__ = ["ScriptRun", "fake_slurm_env", "run_console_script", "terminal_signals"]
+from ._net import interface_addresses as interface_addresses
+
+__all__ = [
+    "ScriptRun",
+    "fake_slurm_env",
+    "interface_addresses",
+    "listening_sockets",
+    "process_tree",
+    "run_console_script",
+    "terminal_signals",
+]
 
 _SCONTROL = """#!/bin/sh
 # fake scontrol (unilab_launch.testing): records its arguments, answers `show hostnames`
@@ -127,3 +140,74 @@ def run_console_script(
     return ScriptRun(
         code=report["code"], stdout=out.stdout, stderr=stderr, imported=report["imported"]
     )
+
+
+def process_tree(root: int) -> set[int]:
+    """`root` and every process below it (Linux, from /proc)."""
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+        children.setdefault(ppid, []).append(int(entry))
+    found, todo = {root}, [root]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            found.add(child)
+            todo.append(child)
+    return found
+
+
+def _socket_inodes(pid: int) -> set[int]:
+    inodes = set()
+    try:
+        fds = os.listdir(f"/proc/{pid}/fd")
+    except OSError:
+        return inodes
+    for fd in fds:
+        try:
+            target = os.readlink(f"/proc/{pid}/fd/{fd}")
+        except OSError:
+            continue
+        if target.startswith("socket:["):
+            inodes.add(int(target[8:-1]))
+    return inodes
+
+
+def _listen_table(path: str) -> dict[int, tuple[str, int]]:
+    """{inode: (address, port)} of the LISTEN rows of /proc/net/tcp or tcp6."""
+    rows: dict[int, tuple[str, int]] = {}
+    try:
+        with open(path) as f:
+            lines = f.read().splitlines()[1:]
+    except OSError:
+        return rows
+    for line in lines:
+        fields = line.split()
+        if len(fields) < 10 or fields[3] != "0A":  # 0A: TCP_LISTEN
+            continue
+        hex_address, hex_port = fields[1].split(":")
+        raw = bytes.fromhex(hex_address)
+        # the kernel prints each 32-bit word in host (little-endian) order
+        words = b"".join(raw[i : i + 4][::-1] for i in range(0, len(raw), 4))
+        if len(words) == 16 and words[:12] == b"\0" * 10 + b"\xff" * 2:
+            words = words[12:]  # an IPv4-mapped IPv6 address
+        family = socket.AF_INET if len(words) == 4 else socket.AF_INET6
+        rows[int(fields[9])] = (socket.inet_ntop(family, words), int(hex_port, 16))
+    return rows
+
+
+def listening_sockets(pids: set[int]) -> dict[tuple[str, int], int]:
+    """{(address, port): pid} of the TCP sockets (IPv4 and IPv6) in LISTEN state that the
+    processes `pids` hold open (Linux: /proc/<pid>/fd and /proc/net/tcp, tcp6)."""
+    table = {**_listen_table("/proc/net/tcp"), **_listen_table("/proc/net/tcp6")}
+    found = {}
+    for pid in pids:
+        for inode in _socket_inodes(pid):
+            if inode in table:
+                found[table[inode]] = pid
+    return found

@@ -184,7 +184,7 @@ def _copy_into(dst: Any, src: Any) -> None:
 class RerunBackend:
     """Runs each body where CUDA would replay its graph, and copies the results into the
     outputs of the 'capture' call: the captured path's static-buffer logic, call order,
-    warm-up count and fallback on any device (CPU tests, `tools/bench/diag_ppo_capture.py`).
+    warm-up count and fallback on any device (CPU tests).
     `calls` counts (warm-up, capture, replay) calls, for tests."""
 
     needs_cuda = False

@@ -63,7 +63,7 @@ _SOLVER_LIMITS = int(mjw.OverflowType.ITERATIONS) | int(mjw.OverflowType.LS_ITER
 def check_broadphase(task: str, broadphase: str, mjm: Any, on_cuda: bool) -> None:
     """Refuse a sweep-and-prune broadphase for a model with heightfields on a CUDA device.
 
-    With MuJoCo Warp 4.0.0 on an H200 both "sap_tile" and "sap_segmented" made the first
+    With MuJoCo Warp 4.0.0 on CUDA both "sap_tile" and "sap_segmented" made the first
     `forward` of MJLab's rough Go1 grid fail with an illegal memory access, which leaves the
     CUDA context unusable (docs/benchmarks/rough-terrain.md); the same models run with them on
     warp's CPU device, and flat models train with them on CUDA."""

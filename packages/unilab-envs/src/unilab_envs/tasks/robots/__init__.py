@@ -3,7 +3,8 @@
 `quadruped()` and `humanoid()` return `RobotConfig`s pointing at UniLab's packaged MJCF files
 (`unilab_envs/assets/quadruped.xml`, `humanoid.xml`). `go1(mjcf=None)` and `g1(mjcf=None)` are
 MJLab 1.6.0's Unitree Go1 and G1 (actuators, pose, collisions, solver options); their MJCF
-comes from `mjcf`, an installed `mjlab` or MuJoCo Menagerie (`find_mjcf`). For another robot,
+comes from `mjcf`, the robot cache (`unilab robots get`), an installed `mjlab` or MuJoCo
+Menagerie (`unilab_envs.robot_files.find_mjcf`). For another robot,
 build a `RobotConfig` with the path of its MJCF (see `RobotConfig`).
 """
 
@@ -11,10 +12,10 @@ from __future__ import annotations
 
 import importlib.resources
 
+from unilab_envs.robot_files import MjcfSource as MjcfSource
+from unilab_envs.robot_files import RobotFileNotFoundError as RobotFileNotFoundError
+from unilab_envs.robot_files import find_mjcf as find_mjcf
 from unilab_envs.tasks.robots._config import RobotConfig
-from unilab_envs.tasks.robots._mjcf import MjcfSource as MjcfSource
-from unilab_envs.tasks.robots._mjcf import RobotFileNotFoundError as RobotFileNotFoundError
-from unilab_envs.tasks.robots._mjcf import find_mjcf as find_mjcf
 from unilab_envs.tasks.robots._physics import CollisionConfig as CollisionConfig
 from unilab_envs.tasks.robots._physics import PhysicsOptions as PhysicsOptions
 from unilab_envs.tasks.robots._physics import apply_physics as apply_physics

@@ -10,7 +10,7 @@ Actuators are `position` actuators built from the config (the MJCF's own are rem
 = armature * w^2 and damping = 2 * zeta * armature * w, w = 10 Hz * 2 pi (pi written as
 3.1415926535, as MJLab does), zeta = 2; armature = the motor's reflected inertia; action
 scale = 0.25 * effort limit / stiffness. The MJCF is found by `find_mjcf` (explicit path,
-installed mjlab, Menagerie).
+the robot cache, installed mjlab, Menagerie).
 """
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ from __future__ import annotations
 import math
 import os
 
+from unilab_envs.robot_files import find_mjcf
 from unilab_envs.tasks.robots._config import RobotConfig
-from unilab_envs.tasks.robots._mjcf import find_mjcf
 from unilab_envs.tasks.robots._physics import CollisionConfig, PhysicsOptions
 
 __all__ = [
