@@ -8,9 +8,13 @@ Sessions:
   tools             tests of the repository tools (tools/tests)
   tests(<pkg>)      one package in a fresh venv with only its declared dependencies, the check
                     that no undeclared unilab package is importable there, then its tests
+  dist_rsl_rl       unilab_dist.contrib.rsl_rl with RSL-RL 5.4.2 (docs/dist-in-rsl-rl.md's script)
   integration       the integration package's tests with every package installed, and wandb
                     (its W&B sink test runs: UNILAB_REQUIRE_WANDB=1)
-  build(<pkg>)      wheel + sdist of one package, the wheel installed into an empty venv, imported
+  build(<pkg>)      wheel + sdist of one package (LICENSE inside, twine check --strict), the wheel
+                    installed into an empty venv, imported
+  compat            the libraries' fast tests against the oldest sibling versions their ranges
+                    allow (tools/compat.py) and tensordict at its floor
   install           README's install command (tools/install.py) into a fresh venv, then
                     `unilab list` and `unilab --help` there
   demo              README's first command: that install, then its training command
@@ -32,7 +36,9 @@ from __future__ import annotations
 import functools
 import os
 import shutil
+import tarfile
 import tomllib
+import zipfile
 from pathlib import Path
 
 import nox
@@ -41,7 +47,9 @@ ROOT = Path(__file__).parent
 nox.options.default_venv_backend = "venv"
 nox.options.reuse_existing_virtualenvs = False
 nox.options.error_on_missing_interpreters = True
-nox.options.sessions = ["lint", "layers", "tools", "install", "tests", "integration", "build"]
+nox.options.sessions = [
+    "lint", "layers", "tools", "install", "tests", "dist_rsl_rl", "integration", "build", "compat",
+]  # fmt: skip
 
 PACKAGES: dict[str, Path] = {
     "dist": ROOT / "packages" / "unilab-dist",
@@ -58,7 +66,7 @@ LIBRARIES = [name for name in PACKAGES if name != "integration"]
 # light ones it really imports.
 RSL_RL_ORACLE = ["rsl-rl-lib==5.4.2"]
 RSL_RL_LIGHT_DEPS = ["numpy", "tensordict>=0.15", "GitPython", "onnx", "onnxscript", "tensorboard"]
-USES_RSL_RL = {"dist", "storage", "algos", "envs", "integration"}
+USES_RSL_RL = {"storage", "algos", "envs", "integration"}  # unilab-dist's: `dist_rsl_rl`
 # MJLab 1.6.0 is test data only: its wheel carries the Go1/G1 MJCF files that
 # `unilab_envs.tasks.robots.find_mjcf` finds without importing mjlab (go1-velocity-flat, the
 # parity tests). Never a dependency or an extra: its own dependencies pin mujoco and
@@ -183,6 +191,8 @@ DOC_SNIPPETS = ROOT / "tools" / "tests" / "test_doc_snippets.py"
 def tools(session: nox.Session) -> None:
     # numpy: the MJLab parity fixtures; mujoco: bench_engine's workload
     session.install("pytest>=8", "numpy", "mujoco")
+    session.install("build>=1.2", "twine>=6")  # tools/release.py builds and checks in a clone
+    session.env["UNILAB_REQUIRE_BUILD"] = "1"  # so those tests fail rather than skip
     # BENCH_RUN trains through the product: it runs in `integration`, which has the stack
     session.run(
         "pytest",
@@ -213,6 +223,19 @@ def tests(session: nox.Session, package: str) -> None:
 
 @nox.session
 @pruned
+def dist_rsl_rl(session: nox.Session) -> None:
+    """unilab_dist.contrib.rsl_rl: RSL-RL 5.4.2's OnPolicyRunner on 2 gloo ranks, with
+    unilab-dist and RSL-RL alone (installed without its dependencies, as on a CPU machine)."""
+    install_package(session, "dist", "test")
+    session.install(*constraints(), *RSL_RL_LIGHT_DEPS)
+    session.install("--no-deps", *RSL_RL_ORACLE)
+    session.env["UNILAB_REQUIRE_RSL_RL"] = "1"  # the tests fail rather than skip without it
+    tests = PACKAGES["dist"] / "tests" / "test_dist_rsl_rl.py"
+    session.run("pytest", str(tests), *PYTEST_ARGS, *session.posargs)
+
+
+@nox.session
+@pruned
 def integration(session: nox.Session) -> None:
     # The test extra brings viser and playwright for the web viewer's browser test, which
     # drives the system's Chromium (.ci/run installs it; playwright downloads no browser).
@@ -238,8 +261,16 @@ def build(session: nox.Session, package: str) -> None:
     for name in names:
         session.run("python", "-m", "build", "--outdir", str(out / name), str(PACKAGES[name]))
     wheels = [str(next((out / name).glob("*.whl"))) for name in names]
-    if not list((out / package).glob("*.tar.gz")):
+    sdists = list((out / package).glob("*.tar.gz"))
+    if not sdists:
         session.error(f"no sdist was built for {package}")
+    with zipfile.ZipFile(wheels[-1]) as wheel, tarfile.open(sdists[0]) as sdist:
+        if not any(n.endswith(".dist-info/licenses/LICENSE") for n in wheel.namelist()):
+            session.error(f"{wheels[-1]} has no LICENSE")
+        if not any(n.endswith("/LICENSE") for n in sdist.getnames()):
+            session.error(f"{sdists[0]} has no LICENSE")
+    session.install("twine>=6")
+    session.run("python", "-m", "twine", "check", "--strict", wheels[-1], str(sdists[0]))
     venv = Path(session.create_tmp()) / "empty-venv"
     shutil.rmtree(venv, ignore_errors=True)
     session.run("python", "-m", "venv", str(venv))
@@ -253,6 +284,52 @@ def build(session: nox.Session, package: str) -> None:
         f"import {import_name(package)} as m; print(m.__name__, m.__version__)",
         external=True,
     )
+
+
+COMPAT_PACKAGES = ["storage", "algos", "launch"]
+"""`compat` runs these: dist and envs declare no sibling (tensordict's floor is tested through
+storage and algos); integration's tests take too long for CI (DEVELOPERS.md)."""
+FLOORS = ["tensordict"]  # third-party floors installed exactly; torch's: DEVELOPERS.md
+
+
+def floor_requirement(dist: str) -> str:
+    """`dist==<floor>` from the highest `>=` any package declares for `dist` (0.15 -> 0.15.0)."""
+    floors = []
+    for name in PACKAGES:
+        meta = project(name)
+        reqs = [*meta.get("dependencies", [])]
+        for extra in meta.get("optional-dependencies", {}).values():
+            reqs += extra
+        for req in reqs:
+            spec = req.split(";")[0]
+            if spec.startswith(dist) and ">=" in spec:
+                bound = spec.split(">=")[1].split(",")[0].strip()
+                floors.append(tuple(int(x) for x in bound.split(".")))
+    floor = max(floors)
+    return f"{dist}=={'.'.join(map(str, floor + (0,) * (3 - len(floor))))}"
+
+
+@nox.session
+@pruned
+def compat(session: nox.Session) -> None:
+    """Each of COMPAT_PACKAGES' fast tests (not `slow`) against the oldest sibling versions its
+    ranges allow (tools/compat.py: the oldest release tag inside each range, else the work tree)
+    and tensordict at its floor. The newest siblings are what `tests(<pkg>)` runs.
+    `nox -s compat -- algos` runs one."""
+    session.install("build>=1.2")
+    floors = [floor_requirement(dist) for dist in FLOORS]
+    for name in session.posargs or COMPAT_PACKAGES:
+        install_package(session, name)
+        out = Path(session.create_tmp()) / "oldest" / name
+        shutil.rmtree(out, ignore_errors=True)
+        session.run("python", str(ROOT / "tools" / "compat.py"), name, "--outdir", str(out))
+        wheels = sorted(str(w) for w in out.glob("*.whl"))
+        session.install("--no-deps", "--force-reinstall", *constraints(), *wheels, *floors)
+        shown = [*FLOORS, *(f"unilab-{sibling}" for sibling in unilab_requirements(name))]
+        script = f"import importlib.metadata as m; print({{d: m.version(d) for d in {shown!r}}})"
+        session.run("python", "-c", script)  # the versions the tests run against
+        tests = PACKAGES[name] / "tests"
+        session.run("pytest", str(tests), "-m", "not gpu and not multigpu and not slow", "-q", "-x")
 
 
 @nox.session(python=False)

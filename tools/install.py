@@ -55,12 +55,12 @@ def package_dirs(root: Path) -> dict[str, Path]:
     return {n: found[n] for n in names if (found[n] / "pyproject.toml").is_file()}
 
 
-def _project(path: Path) -> dict:
+def project_table(path: Path) -> dict:
     with open(path / "pyproject.toml", "rb") as f:
         return tomllib.load(f)["project"]
 
 
-def _dist_name(requirement: str) -> str:
+def requirement_name(requirement: str) -> str:
     name = requirement.split(";")[0].split("[")[0]
     for sep in "<>=!~ ":
         name = name.split(sep)[0]
@@ -77,9 +77,9 @@ def install_order(root: Path, wanted: Sequence[str] | None = None) -> list[str]:
     deps = {
         name: [
             short
-            for req in _project(path).get("dependencies", [])
-            if (short := _dist_name(req).removeprefix("unilab-")) in dirs
-            and _dist_name(req).startswith("unilab-")
+            for req in project_table(path).get("dependencies", [])
+            if (short := requirement_name(req).removeprefix("unilab-")) in dirs
+            and requirement_name(req).startswith("unilab-")
         ]
         for name, path in dirs.items()
     }
@@ -94,6 +94,59 @@ def install_order(root: Path, wanted: Sequence[str] | None = None) -> list[str]:
     for name in wanted or list(dirs):
         visit(name)
     return order
+
+
+# Approximate download of the large third-party distributions, in MB (wheels for CPython 3.11 on
+# x86-64 Linux with their own dependencies); everything else together stays under SMALL_MB.
+DOWNLOAD_MB = {
+    "torch": 210,  # the CPU build with sympy, networkx, jinja2
+    "warp-lang": 150,
+    "numpy": 17,
+    "onnx": 10,
+    "onnxruntime": 17,
+    "tensorboard": 20,  # with grpcio and protobuf
+    "mujoco": 7,
+    "mujoco-warp": 3,
+    "wandb": 25,
+    "imageio-ffmpeg": 30,
+    "viser": 15,
+}
+TORCH_CUDA_MB = 3500  # PyPI's torch with its NVIDIA libraries
+SMALL_MB = 10
+
+
+def third_party_requirements(root: Path, names: Sequence[str], extras: Sequence[str]) -> set[str]:
+    """Distribution names (lowercase) that the packages `names` declare, with their `extras`,
+    other than UniLab's own."""
+    dirs = package_dirs(root)
+    found: set[str] = set()
+    for name in names:
+        meta = project_table(dirs[name])
+        reqs = list(meta.get("dependencies", []))
+        for extra in extras:
+            reqs += meta.get("optional-dependencies", {}).get(extra, [])
+        found |= {
+            requirement_name(r).lower()
+            for r in reqs
+            if not requirement_name(r).startswith("unilab-")
+        }
+    return found
+
+
+def download_estimate(
+    root: Path, names: Sequence[str], extras: Sequence[str], *, gpu: bool
+) -> tuple[int, list[str]]:
+    """(MB, the large distributions in it, largest first) of a first install of `names`."""
+    reqs = third_party_requirements(root, names, extras)
+    sizes = {name: DOWNLOAD_MB[name] for name in reqs if name in DOWNLOAD_MB}
+    if "torch" in sizes and gpu:
+        sizes["torch"] = TORCH_CUDA_MB
+    heavy = sorted((n for n in sizes if sizes[n] >= 10), key=lambda n: (-sizes[n], n))
+    return sum(sizes.values()) + SMALL_MB, heavy
+
+
+def _size_text(mb: int) -> str:
+    return f"{mb / 1000:.1f} GB" if mb >= 1000 else f"{(mb + 5) // 10 * 10} MB"
 
 
 def has_nvidia_gpu() -> bool:
@@ -145,7 +198,7 @@ def pip_command(
             pip += ["--extra-index-url", TORCH_CPU_INDEX]
     dirs = package_dirs(root)
     for name in install_order(root, packages):
-        declared = _project(dirs[name]).get("optional-dependencies", {})
+        declared = project_table(dirs[name]).get("optional-dependencies", {})
         chosen = [extra for extra in extras if extra in declared]
         suffix = f"[{','.join(chosen)}]" if chosen else ""
         pip += ["-e", f"{dirs[name]}{suffix}"]
@@ -190,10 +243,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     gpu = args.gpu or (not args.cpu and has_nvidia_gpu())
     names = install_order(ROOT, args.package)
     torch_kind = "PyPI's torch (CUDA)" if gpu else "torch 2.13.0's CPU build"
+    size, heavy = download_estimate(ROOT, names, args.extra, gpu=gpu)
     print(
         f"installing {', '.join('unilab-' + n for n in names)} (editable, from {_shown(ROOT)}) "
-        f"with {torch_kind} into {_shown(venv)}; a first install downloads about 1 GB "
-        "(torch, MuJoCo, MuJoCo Warp) and takes a few minutes",
+        f"with {torch_kind} into {_shown(venv)}; a first install downloads about "
+        f"{_size_text(size)} ({', '.join(heavy)}; pip's cache keeps it for the next one)",
         flush=True,
     )
     start = time.monotonic()

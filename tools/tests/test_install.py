@@ -23,9 +23,9 @@ def test_every_package_in_dependency_order():
     order = install.install_order(ROOT)
     assert order == ALL
     for name in order:  # every declared unilab dependency comes first
-        meta = install._project(install.package_dirs(ROOT)[name])
+        meta = install.project_table(install.package_dirs(ROOT)[name])
         for req in meta.get("dependencies", []):
-            dep = install._dist_name(req)
+            dep = install.requirement_name(req)
             if dep.startswith("unilab-"):
                 assert order.index(dep.removeprefix("unilab-")) < order.index(name)
 
@@ -33,8 +33,8 @@ def test_every_package_in_dependency_order():
 def test_one_package_brings_only_its_declared_siblings():
     assert install.install_order(ROOT, ["storage"]) == ["storage"]
     assert install.install_order(ROOT, ["envs"]) == ["envs"]
-    algos = install._project(ROOT / "packages" / "unilab-algos")["dependencies"]
-    declared = {install._dist_name(r) for r in algos if r.startswith("unilab-")}
+    algos = install.project_table(ROOT / "packages" / "unilab-algos")["dependencies"]
+    declared = {install.requirement_name(r) for r in algos if r.startswith("unilab-")}
     got = install.install_order(ROOT, ["algos"])
     assert got[-1] == "algos" and {f"unilab-{n}" for n in got[:-1]} == declared
     with pytest.raises(SystemExit, match="unknown package"):
@@ -92,3 +92,16 @@ def test_report_parsing():
     report = {"install": [{"metadata": {"name": "torch", "version": "2.13.0+cpu"}}]}
     assert install.torch_version_of_report(json.dumps(report)) == "2.13.0+cpu"
     assert install.torch_version_of_report("{}") is None
+
+
+def test_banner_tells_the_download_of_what_package_installs(capsys, tmp_path):
+    sizes = {}
+    for package in ("dist", "envs"):
+        assert install.main([str(tmp_path / "v"), "--package", package, "--cpu", "--dry-run"]) == 0
+        banner = capsys.readouterr().out.splitlines()[0]
+        sizes[package] = banner
+    assert "about 240 MB (torch, numpy;" in sizes["dist"]  # no MuJoCo Warp for the dist layer
+    assert "warp-lang" not in sizes["dist"]
+    assert "about 400 MB (torch, warp-lang, numpy;" in sizes["envs"]
+    mb, heavy = install.download_estimate(install.ROOT, ["dist"], [], gpu=True)
+    assert mb >= 1000 and heavy[0] == "torch"  # PyPI's CUDA torch

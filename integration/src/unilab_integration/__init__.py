@@ -15,6 +15,8 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from . import _siblings  # noqa: F401 (first: siblings outside the declared ranges fail here)
+
 if TYPE_CHECKING:
     from ._algorithms import ALGORITHMS as ALGORITHMS
     from ._algorithms import AlgorithmSpec as AlgorithmSpec

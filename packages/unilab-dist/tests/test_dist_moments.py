@@ -38,13 +38,27 @@ def test_from_batch_and_merge_equal_concatenated_moments() -> None:
     assert torch.equal(twice.m2, m.m2) and twice.count.item() == 25
 
 
+def test_scalar_stream_takes_one_dimensional_batches() -> None:
+    a, b = rank_data(0, 0)[:, 0], rank_data(1, 0)[:, 1]  # 5 and 8 scalars (advantages, say)
+    m = ud.RunningMoments(())
+    m.update(a)
+    m.update(b)
+    full = torch.cat([a, b]).double()
+    assert m.mean.shape == m.var.shape == () and m.count.item() == 13
+    assert torch.allclose(m.mean, full.mean(), rtol=0, atol=1e-12)
+    assert torch.allclose(m.var, full.var(unbiased=False), rtol=1e-12, atol=0)
+    assert ud.RunningMoments.from_batch(a).shape == ()
+
+
 def test_moments_bad_input() -> None:
     with pytest.raises(ValueError, match="positive ints"):
         ud.RunningMoments((0,))
     with pytest.raises(ValueError, match="does not match"):
         ud.RunningMoments(4).update(torch.zeros(3, 5))
-    with pytest.raises(ValueError, match="dim >= 2"):
-        ud.RunningMoments.from_batch(torch.zeros(3))
+    with pytest.raises(ValueError, match="dim >= 1"):
+        ud.RunningMoments.from_batch(torch.zeros(()))
+    with pytest.raises(ValueError, match="does not match"):
+        ud.RunningMoments(()).update(torch.zeros(3, 1))
     with pytest.raises(ValueError, match="cannot merge"):
         ud.RunningMoments(4).merge(ud.RunningMoments(3))
 
@@ -57,6 +71,9 @@ def _moments_and_check_body(rank: int, world_size: int) -> dict:
     out["moments"] = m.state_dict()
     local = ud.RunningMoments.from_batch(rank_data(rank, 0))
     out["all_merge"] = local.all_merge().state_dict()
+    scalar = ud.RunningMoments(())
+    scalar.update(rank_data(rank, 0)[:, 2])  # a 1-D batch of this rank's scalars
+    out["scalar"] = scalar.state_dict()
     # replica check: identical, then one perturbed element on the last rank
     torch.manual_seed(0)
     actor, critic = torch.nn.Linear(3, 2), torch.nn.Linear(3, 1)
@@ -106,6 +123,10 @@ def test_moments_merge_and_replica_check_across_ranks(world_size: int) -> None:
         am = res["all_merge"]
         assert am["count"].item() == first.shape[0]
         assert torch.allclose(am["m2"], ((first - first.mean(0)) ** 2).sum(0), rtol=1e-12)
+        sc = res["scalar"]
+        assert sc["count"].item() == first.shape[0] and sc["mean"].shape == ()
+        assert torch.allclose(sc["mean"], first[:, 2].mean(), rtol=0, atol=1e-12)
+        assert torch.equal(sc["m2"], results[0]["scalar"]["m2"])
         # 2 + 2 params + 1 buffer; Adam state (step, exp_avg, exp_avg_sq) only for the actor's
         # 2 params: the critic had no grad, so Adam made no state for it
         assert res["checked"] == 5 + 6

@@ -77,6 +77,21 @@ def test_seed_for_rank_is_base_plus_rank() -> None:
         ud.seed_for_rank(1.5, 0)  # type: ignore[arg-type]
 
 
+def test_seed_for_rank_with_envs_per_rank_keeps_env_seeds_disjoint() -> None:
+    n, ranks = 4, 3
+    seeds = [ud.seed_for_rank(42, r, envs_per_rank=n) for r in range(ranks)]
+    assert seeds == [42, 46, 50]
+    env_seeds = [s + i for s in seeds for i in range(n)]  # the usual `seed + env_index`
+    assert sorted(env_seeds) == list(range(42, 42 + ranks * n))  # no seed used twice
+    # without envs_per_rank, rank 1's env 0 and rank 0's env 1 share seed 43
+    assert ud.seed_for_rank(42, 1) == ud.seed_for_rank(42, 0) + 1
+    assert ud.seed_for_rank(2**32 - 8, 1, envs_per_rank=4) == 2**32 - 4  # last env: 2**32 - 1
+    with pytest.raises(ValueError, match=r"env seeds 4294967293\.\.4294967296 of rank 1"):
+        ud.seed_for_rank(2**32 - 7, 1, envs_per_rank=4)
+    with pytest.raises(ValueError, match="envs_per_rank must be >= 1"):
+        ud.seed_for_rank(0, 0, envs_per_rank=0)
+
+
 def test_seed_everything_reproduces_python_numpy_and_torch() -> None:
     np = pytest.importorskip("numpy")
 

@@ -2,6 +2,7 @@
 distributed behaviour is injected (`grad_sync`, reducers); `None` means one process. What a
 runner drives is written once as protocols: `Learner`, `OnPolicyLearner`, `OffPolicyLearner`."""
 
+from . import _siblings  # noqa: F401 (first: siblings outside the declared ranges fail here)
 from .common import CaptureMode as CaptureMode
 from .common import CaptureStatus as CaptureStatus
 from .common import EmpiricalNormalizer as EmpiricalNormalizer

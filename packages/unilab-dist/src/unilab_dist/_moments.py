@@ -24,7 +24,8 @@ class RunningMoments:
     """Count, mean and M2 (sum of squared deviations) of a stream of vectors, in float64.
 
     Shapes: `mean` and `m2` are (*shape), `count` is a float64 0-d tensor (number of samples).
-    `update(x)` folds a batch `x` of shape (B, *shape) in; with a process group, the batches of
+    `shape=()` keeps the moments of a scalar stream (advantages, returns), updated with 1-D
+    batches (B,). `update(x)` folds a batch `x` of shape (B, *shape) in; with a process group, the batches of
     all ranks are merged first (`group` argument), so the moments stay identical on all ranks
     and equal those of every rank's data concatenated.
     """
@@ -50,10 +51,10 @@ class RunningMoments:
 
     @classmethod
     def from_batch(cls, x: torch.Tensor) -> RunningMoments:
-        """The moments of the rows of `x` (B, *shape); B may be 0."""
-        if not isinstance(x, torch.Tensor) or x.dim() < 2:
+        """The moments of the rows of `x` (B, *shape); B may be 0; a 1-D `x` gives shape ()."""
+        if not isinstance(x, torch.Tensor) or x.dim() < 1:
             raise ValueError(
-                f"x must be a tensor of shape (B, *shape) with dim >= 2, got "
+                f"x must be a tensor of shape (B, *shape) with dim >= 1, got "
                 f"{tuple(x.shape) if isinstance(x, torch.Tensor) else type(x).__name__}"
             )
         out = cls(tuple(x.shape[1:]), device=x.device)

@@ -18,6 +18,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from . import _siblings  # noqa: F401 (first: siblings outside the declared ranges fail here)
 from ._config import DEFAULT_ENV_PATTERNS as DEFAULT_ENV_PATTERNS
 from ._config import LaunchConfig as LaunchConfig
 from ._config import parse_gpus as parse_gpus
