@@ -127,7 +127,8 @@ def test_resume_same_world_size_is_bit_for_bit(straight, tmp_path):
             for name, value in a["learner"][rank][key].items():
                 assert torch.equal(value, b["learner"][rank][key][name]), (rank, key, name)
         assert a["learner"][rank]["learning_rate"] == b["learner"][rank]["learning_rate"]
-        assert torch.equal(a["obs"][rank]["obs", "policy"], b["obs"][rank]["obs", "policy"])
+        obs_a, obs_b = (c["obs"][rank]["data"]["obs"]["policy"] for c in (a, b))
+        assert torch.equal(obs_a, obs_b)
     rows_a = _rows(run_dir)[2:]
     rows_b = _rows(Path(result["run_dir"]))
     assert [r["learner/value"] for r in rows_a] == [r["learner/value"] for r in rows_b]
@@ -160,7 +161,9 @@ def test_four_workers_on_two_hosts_train_in_lockstep(tmp_path):
             for name, value in ck["learner"][0][key].items():
                 assert torch.equal(value, ck["learner"][rank][key][name]), (rank, key, name)
     # every rank stepped its own envs (seeded per rank): different observations
-    assert not torch.equal(ck["obs"][0]["obs", "policy"], ck["obs"][3]["obs", "policy"])
+    assert not torch.equal(
+        ck["obs"][0]["data"]["obs"]["policy"], ck["obs"][3]["data"]["obs"]["policy"]
+    )
 
 
 def _sha(path):

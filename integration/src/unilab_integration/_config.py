@@ -248,12 +248,6 @@ class TrainConfig:
         for key in ("algo_name", "env"):
             if key not in data:
                 raise ValueError(f"config lacks '{key}'")
-        # a module of runner.imports may register the algorithm or the task: import it first
-        imports = (data.get("runner") or {}).get("imports") or ()
-        if imports:
-            from ._envs import import_modules
-
-            import_modules(imports)
         algo_name = data["algo_name"]
         preset = data.get("preset", "default")
         template = make_config(data["env"]["task"], algo_name, preset=preset)

@@ -34,7 +34,7 @@ from ._checkpoint import (
     load_teacher_checkpoint,
 )
 from ._config import TrainConfig, save_config
-from ._envs import check_env_options, check_task, import_modules
+from ._envs import check_env_options, check_named_imports, check_task, import_modules
 from ._rundir import RunLock, RunPlan, plan_run_folder
 from ._sinks import check_sinks
 
@@ -126,6 +126,7 @@ def validate(config: TrainConfig, resume: str | None = None) -> int:
     _check_hosts(config.launch.hosts)
     if resume is not None:
         ckpt = load_checkpoint(resume)
+        check_saved_imports(ckpt, config)
         for key, mine in (("task", config.task), ("algo_name", config.algo_name)):
             if ckpt[key] != mine:
                 what = "task" if key == "task" else "algorithm"
@@ -134,8 +135,14 @@ def validate(config: TrainConfig, resume: str | None = None) -> int:
                 )
         _check_budget_left(config, world, ckpt)
     if algorithm_spec(config.algo_name).teacher:
-        load_teacher_checkpoint(run.teacher, config.task)
+        check_saved_imports(load_teacher_checkpoint(run.teacher, config.task), config)
     return world
+
+
+def check_saved_imports(ckpt: dict, config: TrainConfig) -> None:
+    """A checkpoint's saved `runner.imports` are imported only when this run names them too."""
+    saved = ckpt["config"].get("runner", {}).get("imports") or ()
+    check_named_imports(saved, config.runner.imports, ckpt["path"])
 
 
 def _check_hosts(hosts: str | None) -> None:
@@ -182,8 +189,9 @@ def train_worker(
 
     from ._runners import make_runner
 
+    # the modules the launcher's command named (they may register the algorithm or the task)
+    import_modules(config_dict["runner"]["imports"])
     config = TrainConfig.from_dict(config_dict)
-    import_modules(config.runner.imports)
     _quiet_warp()
     if device_kind == "cuda":
         device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", "0")))

@@ -9,6 +9,7 @@
     unilab play logs/rsl_rl/go1_velocity/RUN/model_1000.pt --task go1-velocity-flat
     unilab eval runs/go1-velocity-flat_ppo_*/ --num-envs 4096 --device cuda --json eval.json
     unilab export runs/cartpole-balance_ppo_*/ policy.onnx
+    unilab upgrade-checkpoint runs/old_run/ --trust
     unilab list
 
 Exit status: 0 on success, 2 for invalid settings (refused before any worker starts and before
@@ -34,9 +35,8 @@ from pathlib import Path
 
 from ._algorithms import ALGORITHMS
 from ._config import PRESETS, TrainConfig, make_config
-from ._envs import check_builtin_task, import_modules
+from ._envs import check_builtin_task, check_named_imports, import_modules
 from ._overrides import apply_overrides
-from ._task_defaults import task_defaults
 
 __all__ = ["build_config", "main"]
 
@@ -113,6 +113,7 @@ def _parser() -> argparse.ArgumentParser:
         help="override any config field, e.g. algo.learning_rate=3e-4 (repeatable)",
     )
     t.add_argument("--print-config", action="store_true", help="print the config and exit")
+    _import_flag(t)
 
     pl = sub.add_parser("play", help="evaluate a checkpoint for N episodes, or watch it")
     pl.add_argument("checkpoint")
@@ -156,6 +157,7 @@ def _parser() -> argparse.ArgumentParser:
         action=argparse.BooleanOptionalAction,
         help="episodes done / requested on one updating line (default: when stderr is a terminal)",
     )
+    _import_flag(pl)
 
     ev = sub.add_parser(
         "eval", help="velocity-tracking metrics of a checkpoint over the full command range"
@@ -173,6 +175,7 @@ def _parser() -> argparse.ArgumentParser:
         help="unilab_envs.make overrides, e.g. '{\"episode_length_s\": 5}'",
     )
     ev.add_argument("--json", metavar="OUT.json", help="also write the metrics as JSON")
+    _import_flag(ev)
 
     e = sub.add_parser(
         "export",
@@ -181,16 +184,40 @@ def _parser() -> argparse.ArgumentParser:
     e.add_argument("checkpoint")
     e.add_argument("out")
     e.add_argument("--opset", type=int)
+    _import_flag(e)
+
+    u = sub.add_parser(
+        "upgrade-checkpoint",
+        help="rewrite version-1 checkpoints as plain data (unpickles them: trusted files only)",
+    )
+    u.add_argument("checkpoint", help="a checkpoint file, or a run or checkpoints folder")
+    u.add_argument(
+        "--trust",
+        action="store_true",
+        help="you trust the files' source: reading a version-1 file runs any code it names",
+    )
 
     sub.add_parser("list", help="list tasks, algorithms and presets")
     return p
 
 
+def _import_flag(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--import",
+        dest="imports",
+        action="append",
+        default=[],
+        metavar="MODULE",
+        help="import this module first (a custom task or algorithm; repeatable); a saved "
+        "config's runner.imports are imported only when named here",
+    )
+
+
 def build_config(args: argparse.Namespace) -> TrainConfig:
     """The TrainConfig of parsed `unilab train` arguments (flags first, then --set overrides).
 
-    A task without registered defaults whose run names `runner.imports` is composed after
-    importing them (they may register it with `register_task_defaults`)."""
+    The modules the command names (`--import`, `runner.imports`) are imported first: they may
+    register the algorithm, or the task with its defaults (`register_task_defaults`)."""
     if args.num_envs is not None and args.env_scope is None:
         # The environment budget's scope is never implied (docs/semantics.md).
         raise ValueError(
@@ -221,18 +248,22 @@ def build_config(args: argparse.Namespace) -> TrainConfig:
     if args.loggers is not None:
         names = [name.strip() for name in args.loggers.split(",") if name.strip()]
         items.append(f"runner.loggers={json.dumps(names)}")
-    items = [*items, *args.set]
-    imports = [i for i in items if i.partition("=")[0].strip() == "runner.imports"]
-    if imports and args.algo not in ALGORITHMS:
-        # a module of runner.imports may register the algorithm: import it before composing
-        probe = apply_overrides(make_config(args.task, "ppo", preset=args.preset), imports)
-        import_modules(probe.runner.imports)
-    cfg = apply_overrides(make_config(args.task, args.algo, preset=args.preset), items)
-    if cfg.runner.imports and task_defaults(args.task) is None:
-        # a module of runner.imports may register the task with its defaults: compose again
-        import_modules(cfg.runner.imports)
-        cfg = apply_overrides(make_config(args.task, args.algo, preset=args.preset), items)
-    return cfg
+    named = named_imports(args)
+    items = [*items, *args.set, f"runner.imports={json.dumps(list(named))}"]
+    import_modules(named)  # they may register the algorithm, or the task with its defaults
+    return apply_overrides(make_config(args.task, args.algo, preset=args.preset), items)
+
+
+def named_imports(args: argparse.Namespace) -> tuple[str, ...]:
+    """The modules this command line names: `--import` and `--set runner.imports=[...]`."""
+    from ._config import RunnerConfig
+
+    named = list(args.imports)
+    for item in args.set:
+        key, _, text = item.partition("=")
+        if key.strip() == "runner.imports":
+            named += apply_overrides(RunnerConfig(), [f"imports={text}"]).imports
+    return tuple(dict.fromkeys(named))
 
 
 def _list() -> None:
@@ -252,7 +283,9 @@ def _list() -> None:
 
 
 def _train(args: argparse.Namespace) -> int:
-    if not any(item.partition("=")[0].strip().startswith("runner.imports") for item in args.set):
+    if not args.imports and not any(
+        item.partition("=")[0].strip().startswith("runner.imports") for item in args.set
+    ):
         check_builtin_task(args.task)  # before make_config imports the algorithms (torch)
     cfg = build_config(args)
     if args.print_config:
@@ -434,9 +467,31 @@ def _env_output() -> None:
 
 
 def _policy_checkpoint(args: argparse.Namespace) -> dict:
+    """The checkpoint that play, eval or export read: the modules named with --import are
+    imported first, and a saved config that lists others is refused."""
     from ._mjlab_checkpoint import load_policy_checkpoint
 
-    return load_policy_checkpoint(args.checkpoint, task=args.task, device=args.device)
+    import_modules(args.imports)
+    device = getattr(args, "device", "cpu")
+    ckpt = load_policy_checkpoint(args.checkpoint, task=getattr(args, "task", None), device=device)
+    saved = ckpt["config"].get("runner", {}).get("imports") or ()
+    check_named_imports(saved, args.imports, ckpt["path"])
+    return ckpt
+
+
+def _upgrade(args: argparse.Namespace) -> int:
+    from ._upgrade import upgrade_checkpoint, upgrade_targets
+
+    files = upgrade_targets(args.checkpoint)
+    if not args.trust:
+        raise ValueError(
+            f"reading a version-1 checkpoint unpickles it, which runs any code the file names: "
+            f"give --trust if you trust the source of {args.checkpoint}"
+        )
+    for file in files:
+        done = upgrade_checkpoint(file)
+        print(f"{file}: {'upgraded to' if done else 'already'} checkpoint version 2")
+    return 0
 
 
 def _eval(args: argparse.Namespace) -> int:
@@ -470,7 +525,7 @@ def _eval(args: argparse.Namespace) -> int:
 def _export(args: argparse.Namespace) -> int:
     from ._policy import export_onnx, read_onnx_metadata
 
-    path = export_onnx(args.checkpoint, args.out, opset=args.opset)
+    path = export_onnx(_policy_checkpoint(args), args.out, opset=args.opset)
     meta = read_onnx_metadata(path)
     state = "".join(f", {n} [L, B, H]" for n in meta["inputs"][1:])
     bound = meta["action_bound"]
@@ -495,6 +550,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _play(args)
         if args.command == "eval":
             return _eval(args)
+        if args.command == "upgrade-checkpoint":
+            return _upgrade(args)
         return _export(args)
     except (ValueError, TypeError, FileNotFoundError) as e:  # CheckpointError is a ValueError
         print(f"unilab {args.command}: error: {e}", file=sys.stderr)
