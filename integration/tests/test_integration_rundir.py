@@ -21,7 +21,7 @@ from unilab_integration._rundir import LOCK, RunFolderError, RunLock, check_lock
 from unilab_integration._runners import OnPolicyRunner
 from unilab_integration.cli import main
 
-TINY = ["env.num_envs=4", "runner.num_steps_per_env=4", "runner.tensorboard=false"]
+TINY = ["env.num_envs=4", "runner.num_steps_per_env=4", 'runner.loggers=["console","jsonl"]']
 
 
 def _runner(run_dir, *more):

@@ -35,6 +35,7 @@ from ._checkpoint import (
 )
 from ._config import TrainConfig, save_config
 from ._envs import check_env_options, check_named_imports, check_task, import_modules
+from ._resume import check_run_config, note_resume
 from ._rundir import RunLock, RunPlan, plan_run_folder
 from ._sinks import check_sinks
 
@@ -113,6 +114,11 @@ def with_slurm_hosts(config: TrainConfig) -> TrainConfig:
 
 def validate(config: TrainConfig, resume: str | None = None) -> int:
     """Check `config` (and a resume checkpoint) before launching; return the world size."""
+    return _validate(config, resume)[0]
+
+
+def _validate(config: TrainConfig, resume: str | None) -> tuple[int, dict | None]:
+    """`validate`, also returning the resume checkpoint (None without one)."""
     import_modules(config.runner.imports)
     check_task(config.task)
     check_env_options(config.task, dict(config.env.kwargs))
@@ -124,6 +130,7 @@ def validate(config: TrainConfig, resume: str | None = None) -> int:
     world, _ = plan_world(config)
     config.env.per_rank(world)
     _check_hosts(config.launch.hosts)
+    ckpt = None
     if resume is not None:
         ckpt = load_checkpoint(resume)
         check_saved_imports(ckpt, config)
@@ -136,7 +143,7 @@ def validate(config: TrainConfig, resume: str | None = None) -> int:
         _check_budget_left(config, world, ckpt)
     if algorithm_spec(config.algo_name).teacher:
         check_saved_imports(load_teacher_checkpoint(run.teacher, config.task), config)
-    return world
+    return world, ckpt
 
 
 def check_saved_imports(ckpt: dict, config: TrainConfig) -> None:
@@ -258,7 +265,7 @@ def train(config: TrainConfig, *, resume: str | None = None) -> dict[str, Any]:
     `unilab_launch.WorkerFailedError` (its rank and traceback).
     """
     config = with_slurm_hosts(config)  # the nodes are asked once; config.json records them
-    world = validate(config, resume)
+    world, ckpt = _validate(config, resume)
     plan = plan_run_folder(config, resume)
     lock = RunLock(plan.path)
     with _sigterm_raises():
@@ -268,7 +275,12 @@ def train(config: TrainConfig, *, resume: str | None = None) -> dict[str, Any]:
             here = attrs.evolve(
                 config.runner, log_dir=str(plan.path.parent), run_name=plan.path.name
             )
-            plan = plan_run_folder(attrs.evolve(config, runner=here), resume)
+            config = attrs.evolve(config, runner=here)  # its configs record where it is
+            plan = plan_run_folder(config, resume)
+            if ckpt is not None:
+                note_resume(ckpt, config, plan.path)
+                if plan.resumed_from is not None:
+                    check_run_config(plan.path / "config.json")
             return _launch(config, resume, world, plan)
         finally:
             lock.release()

@@ -34,9 +34,9 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from ._algorithms import ALGORITHMS
-from ._config import PRESETS, TrainConfig, make_config
+from ._commandline import build_config
+from ._config import PRESETS
 from ._envs import check_builtin_task, check_named_imports, import_modules
-from ._overrides import apply_overrides
 
 __all__ = ["build_config", "main"]
 
@@ -54,11 +54,10 @@ def _parser() -> argparse.ArgumentParser:
     t.add_argument("task", help="task name (see `unilab list`)")
     t.add_argument(
         "--algo",
-        default="ppo",
         help=f"{', '.join(ALGORITHMS)}, or one that a module of runner.imports registers "
-        "(unilab_integration.register_algorithm); default ppo",
+        "(unilab_integration.register_algorithm); default ppo (on --resume: the run's)",
     )
-    t.add_argument("--preset", choices=PRESETS, default="default")
+    t.add_argument("--preset", choices=PRESETS, help="default: 'default' (on --resume: the run's)")
     where = t.add_mutually_exclusive_group()
     where.add_argument("--gpus", help="'all' or GPU indices like 0,1 (one worker each)")
     where.add_argument("--cpu-workers", type=int, help="N CPU worker processes (gloo)")
@@ -84,7 +83,11 @@ def _parser() -> argparse.ArgumentParser:
     t.add_argument(
         "--until-solved", action="store_true", help="stop at the task's success threshold"
     )
-    t.add_argument("--resume", help="checkpoint file or run folder to continue from")
+    t.add_argument(
+        "--resume",
+        help="checkpoint file or run folder to continue from, with its run's config (the "
+        "flags and --set given here apply on top)",
+    )
     t.add_argument("--teacher", help="PPO checkpoint of the teacher (--algo distill)")
     t.add_argument("--log-dir", help="parent folder of run folders (default runs/)")
     t.add_argument(
@@ -211,59 +214,6 @@ def _import_flag(parser: argparse.ArgumentParser) -> None:
         help="import this module first (a custom task or algorithm; repeatable); a saved "
         "config's runner.imports are imported only when named here",
     )
-
-
-def build_config(args: argparse.Namespace) -> TrainConfig:
-    """The TrainConfig of parsed `unilab train` arguments (flags first, then --set overrides).
-
-    The modules the command names (`--import`, `runner.imports`) are imported first: they may
-    register the algorithm, or the task with its defaults (`register_task_defaults`)."""
-    if args.num_envs is not None and args.env_scope is None:
-        # The environment budget's scope is never implied (docs/semantics.md).
-        raise ValueError(
-            "--num-envs needs --env-scope: per-rank (every rank runs N environments, W*N in "
-            "total, as MJLab/RSL-RL) or global (N in total, split across ranks)"
-        )
-    flags = {
-        "launch.gpus": args.gpus,
-        "launch.cpu_workers": args.cpu_workers,
-        "launch.hosts": args.hosts,
-        "launch.timeout": args.timeout,
-        "env.num_envs": args.num_envs,
-        "env.scope": args.env_scope,
-        "runner.seed": args.seed,
-        "runner.iterations": args.iterations,
-        "runner.env_steps": args.env_steps,
-        "runner.teacher": args.teacher,
-        "runner.log_dir": args.log_dir,
-        "runner.run_name": args.run_name,
-        "runner.save_interval": args.save_interval,
-        "runner.eval_interval": args.eval_interval,
-    }
-    items = [f"{k}={json.dumps(v)}" for k, v in flags.items() if v is not None]
-    if args.until_solved:
-        items.append("runner.until_solved=true")
-    if args.no_progress:
-        items.append("runner.progress=false")
-    if args.loggers is not None:
-        names = [name.strip() for name in args.loggers.split(",") if name.strip()]
-        items.append(f"runner.loggers={json.dumps(names)}")
-    named = named_imports(args)
-    items = [*items, *args.set, f"runner.imports={json.dumps(list(named))}"]
-    import_modules(named)  # they may register the algorithm, or the task with its defaults
-    return apply_overrides(make_config(args.task, args.algo, preset=args.preset), items)
-
-
-def named_imports(args: argparse.Namespace) -> tuple[str, ...]:
-    """The modules this command line names: `--import` and `--set runner.imports=[...]`."""
-    from ._config import RunnerConfig
-
-    named = list(args.imports)
-    for item in args.set:
-        key, _, text = item.partition("=")
-        if key.strip() == "runner.imports":
-            named += apply_overrides(RunnerConfig(), [f"imports={text}"]).imports
-    return tuple(dict.fromkeys(named))
 
 
 def _list() -> None:
