@@ -42,7 +42,7 @@ def _digest(folder):
     }
 
 
-def test_keep_checkpoints_prunes_only_this_sessions_older_ones(tmp_path, monkeypatch):
+def test_keep_checkpoints_prunes_the_runs_older_checkpoints(tmp_path, monkeypatch):
     import unilab_integration._runners._base as base
 
     saves = []
@@ -61,13 +61,13 @@ def test_keep_checkpoints_prunes_only_this_sessions_older_ones(tmp_path, monkeyp
         "ckpt_000012.pt",
         "latest",
     ]
-    # a resumed session deletes none of the checkpoints it did not write
-    second = _runner(tmp_path, "runner.iterations=18", *cfg, "runner.keep_every=0")
+    # a resumed session prunes the run's checkpoints, whichever session wrote them
+    second = _runner(tmp_path, "runner.iterations=18", *cfg)
     second.load(tmp_path)
     second.run()
     assert saves[12:] == list(range(13, 19))
     kept = [int(n[5:11]) for n in _names(tmp_path) if n != "latest"]
-    assert kept == [4, 8, 10, 11, 12, 16, 17, 18]
+    assert kept == [4, 8, 12, 16, 17, 18]
     assert load_checkpoint(tmp_path)["iteration"] == 18
     # keep_checkpoints=0 keeps everything
     every = ["runner.iterations=7", "runner.save_interval=1", "runner.keep_checkpoints=0"]

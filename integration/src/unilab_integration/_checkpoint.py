@@ -6,8 +6,9 @@ Layout of a run directory:
     RUN/checkpoints/ckpt_000050.pt    one per save (iteration number in the name)
     RUN/checkpoints/latest            text: the file name of the newest complete checkpoint
 
-`runner.keep_checkpoints` / `runner.keep_every` prune a session's older checkpoints
-(`prune_checkpoints`).
+`runner.keep_checkpoints` / `runner.keep_every` prune the run's older checkpoints, of every
+session (`prune_checkpoints`); a session removes the temporaries of interrupted writes when it
+starts (`remove_temporaries`).
 
 A checkpoint is a dict (torch.save) with keys: `format` ("unilab-checkpoint"), `version`,
 `task`, `algo_name`, `config` (TrainConfig.to_dict()), `world_size`, `iteration`, `counters`
@@ -30,7 +31,8 @@ import os
 import pickle
 import random
 import re
-from collections.abc import Mapping, Sequence
+import zipfile
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -46,6 +48,7 @@ __all__ = [
     "plain_tensordict",
     "prune_checkpoints",
     "read_plain",
+    "remove_temporaries",
     "resolve_checkpoint",
     "restore_rng",
     "save_checkpoint",
@@ -112,30 +115,41 @@ def checkpoint_iterations(directory: str | os.PathLike) -> list[int]:
     return sorted(out)
 
 
-def prune_checkpoints(
-    directory: str | os.PathLike, written: Sequence[int], *, keep: int, every: int
-) -> list[Path]:
-    """Delete the checkpoints of `written` (the iterations one session saved, oldest first)
-    beyond the newest `keep` (0: keep all), except those at multiples of `every` iterations
-    (0: none). Only a session's own checkpoints are candidates: the one it resumed from, and
-    every earlier one, stay. The newest (the one `latest` names) is always kept. Returns the
-    deleted files."""
-    if keep <= 0 or len(written) <= keep:
+def prune_checkpoints(directory: str | os.PathLike, *, keep: int, every: int) -> list[Path]:
+    """Delete the checkpoints of DIRECTORY beyond the newest `keep` (0: keep all), except those
+    at multiples of `every` iterations (0: none) and the one `latest` names. Every checkpoint
+    of the folder is a candidate, whichever session wrote it: a run owns its folder while it
+    holds the lock. Returns the deleted files."""
+    iterations = checkpoint_iterations(directory)
+    if keep <= 0 or len(iterations) <= keep:
         return []
     directory = Path(directory)
     pointed = (directory / LATEST).read_text().strip() if (directory / LATEST).is_file() else None
     removed = []
-    for iteration in written[:-keep]:
+    for iteration in iterations[:-keep]:
         path = directory / checkpoint_name(iteration)
-        if (every and iteration % every == 0) or path.name == pointed or not path.is_file():
+        if (every and iteration % every == 0) or path.name == pointed:
             continue
-        path.unlink()
+        path.unlink(missing_ok=True)
         removed.append(path)
     return removed
 
 
+def remove_temporaries(directory: str | os.PathLike) -> list[Path]:
+    """Delete the temporary files of interrupted checkpoint writes in DIRECTORY (`.ckpt_*.tmp*`,
+    `.latest.tmp*`). Only under the run's lock: then no other writer can be using them."""
+    directory = Path(directory)
+    stale = [*directory.glob(".ckpt_*.tmp*"), *directory.glob(f".{LATEST}.tmp*")]
+    for path in stale:
+        path.unlink(missing_ok=True)
+    return sorted(stale)
+
+
 def resolve_checkpoint(path: str | os.PathLike) -> Path:
-    """The checkpoint file meant by `path`: a file, a checkpoints folder or a run folder."""
+    """The checkpoint file meant by `path`: a file, a checkpoints folder or a run folder.
+
+    A folder without a `latest` pointer that holds checkpoints is refused naming them (the
+    newest first), so that the user picks one."""
     path = Path(path)
     if path.is_file():
         return path
@@ -144,9 +158,36 @@ def resolve_checkpoint(path: str | os.PathLike) -> Path:
         if pointer.is_file():
             target = folder / pointer.read_text().strip()
             if not target.is_file():
-                raise CheckpointError(f"{pointer} points to {target.name}, which does not exist")
+                raise CheckpointError(
+                    f"{pointer} points to {target.name}, which does not exist{_others(folder)}"
+                )
             return target
+    for folder in (path, path / "checkpoints"):
+        if checkpoint_iterations(folder):
+            raise CheckpointError(f"no '{LATEST}' pointer in {folder}{_others(folder)}")
     raise CheckpointError(f"no checkpoint at {path} (no file, and no '{LATEST}' pointer)")
+
+
+def complete_checkpoints(folder: str | os.PathLike, below: int | None = None) -> list[Path]:
+    """The checkpoints of `folder` whose file is whole (a complete zip archive, as torch.save
+    writes), newest first; only those before iteration `below` when given."""
+    folder = Path(folder)
+    out = []
+    for iteration in reversed(checkpoint_iterations(folder)):
+        file = folder / checkpoint_name(iteration)
+        if (below is None or iteration < below) and zipfile.is_zipfile(file):
+            out.append(file)
+    return out
+
+
+def _others(folder: Path, below: int | None = None) -> str:
+    """'; it holds ...: give one as the path' naming the complete checkpoints of `folder`."""
+    files = complete_checkpoints(folder, below)
+    if not files:
+        return ""
+    names = [f.name for f in files[:3]] + ([f"{len(files) - 3} older"] if len(files) > 3 else [])
+    what = "older complete checkpoints" if below is not None else "complete checkpoints"
+    return f"; its {what}: {', '.join(names)}: give one as the path, e.g. {files[0]}"
 
 
 def read_plain(file: str | os.PathLike, map_location: str | torch.device = "cpu") -> Any:
@@ -166,7 +207,12 @@ def read_plain(file: str | os.PathLike, map_location: str | torch.device = "cpu"
             f"a source you trust, convert it first: {UPGRADE.format(file=file)}"
         ) from None
     except Exception as e:
-        raise CheckpointError(f"cannot read checkpoint {file}: {e}") from e
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        others = ""
+        if isinstance(file, str | os.PathLike):  # a truncated file: name the older whole ones
+            digits = Path(file).stem.removeprefix("ckpt_")
+            others = _others(Path(file).parent, int(digits)) if digits.isdigit() else ""
+        raise CheckpointError(f"cannot read checkpoint {file}: {first}{others}") from None
 
 
 def load_checkpoint(path: str | os.PathLike, map_location: str | torch.device = "cpu") -> dict:
@@ -190,7 +236,10 @@ def load_teacher_checkpoint(path: str | os.PathLike | None, task: str) -> dict:
     """A distillation teacher: a PPO checkpoint of `task` (CheckpointError naming the mismatch)."""
     if path is None:
         raise ValueError("--algo distill needs a teacher: --teacher PATH (a PPO checkpoint)")
-    ckpt = load_checkpoint(path)
+    try:
+        ckpt = load_checkpoint(path)
+    except CheckpointError as e:
+        raise type(e)(f"--teacher: {e}") from None
     if ckpt["algo_name"] != "ppo":
         raise CheckpointError(
             f"teacher {ckpt['path']} was trained with '{ckpt['algo_name']}', not 'ppo'"

@@ -32,6 +32,7 @@ from ._checkpoint import (
     CheckpointError,
     load_checkpoint,
     load_teacher_checkpoint,
+    remove_temporaries,
 )
 from ._config import TrainConfig, save_config
 from ._envs import check_env_options, check_named_imports, check_task, import_modules
@@ -277,6 +278,7 @@ def train(config: TrainConfig, *, resume: str | None = None) -> dict[str, Any]:
             )
             config = attrs.evolve(config, runner=here)  # its configs record where it is
             plan = plan_run_folder(config, resume)
+            remove_temporaries(plan.path / "checkpoints")  # ours alone, under the lock
             if ckpt is not None:
                 note_resume(ckpt, config, plan.path)
                 if plan.resumed_from is not None:

@@ -455,10 +455,7 @@ class Runner:
             self.logger.checkpoint(self.iteration, self.last_checkpoint)
         cfg = self.config.runner
         prune_checkpoints(
-            path.parent,
-            self.written,
-            keep=cfg.keep_checkpoints,
-            every=cfg.keep_every * cfg.save_interval,
+            path.parent, keep=cfg.keep_checkpoints, every=cfg.keep_every * cfg.save_interval
         )
         return self.last_checkpoint
 
