@@ -3,6 +3,7 @@ iterations of 4 cart-poles), and the run folder's lock with real processes."""
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import os
@@ -10,7 +11,6 @@ import signal
 import socket
 import subprocess
 import sys
-import warnings
 from pathlib import Path
 
 import pytest
@@ -191,8 +191,11 @@ def test_a_live_lock_refuses_and_a_killed_holders_lock_is_taken_over(small_run, 
         holder.wait()
     assert (small_run / LOCK).exists()  # SIGKILL ran no cleanup: the lock is stale now
     check_lock(small_run)  # a stale lock does not refuse
-    with pytest.warns(RuntimeWarning, match=f"its trainer is gone \\(pid {holder.pid} on host"):
-        lock = RunLock(small_run).acquire()
+    capsys.readouterr()
+    lock = RunLock(small_run).acquire()
+    err = capsys.readouterr().err
+    assert err.startswith(f"{small_run / LOCK}: its trainer is gone (pid {holder.pid} on host")
+    assert err.endswith("taking the lock over\n") and err.count("\n") == 1
     assert json.loads((small_run / LOCK).read_text())["pid"] == os.getpid()
     lock.release()
     assert not (small_run / LOCK).exists()
@@ -208,13 +211,26 @@ def test_a_lock_held_on_another_host_is_refused_with_its_host(tmp_path):
         check_lock(tmp_path)
 
 
-def test_a_new_lock_is_created_once_and_released(tmp_path):
+def test_a_new_lock_is_created_once_and_released(tmp_path, capsys):
     run_dir = tmp_path / "new"
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")  # no takeover warning for a fresh folder
-        with RunLock(run_dir):
-            assert (run_dir / LOCK).is_file()
+    with RunLock(run_dir):
+        assert (run_dir / LOCK).is_file()
+    assert capsys.readouterr().err == ""  # no takeover line for a fresh folder
     assert not run_dir.exists()  # made by the lock, empty again: removed
+
+
+def test_a_read_only_runs_folder_is_one_line_naming_it_and_log_dir(tmp_path, capsys, monkeypatch):
+    def read_only(self, *args, **kwargs):
+        raise OSError(errno.EROFS, "Read-only file system", str(self))
+
+    monkeypatch.setattr(Path, "mkdir", read_only)
+    code = main(_train_argv(tmp_path / "ro", "--iterations", "1", "--run-name", "r"))
+    err = capsys.readouterr().err
+    assert code == 2
+    assert err == (
+        f"unilab train: error: cannot write the run folder {tmp_path / 'ro' / 'r'} (Read-only "
+        "file system): train into a writable --log-dir\n"
+    )
 
 
 def test_unnamed_run_folders_never_collide(tmp_path, monkeypatch):
