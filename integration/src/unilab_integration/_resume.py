@@ -17,9 +17,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from ._checkpoint import CheckpointError, resolve_checkpoint
 from ._config import TrainConfig
 
-__all__ = ["check_run_config", "note_resume", "resume_changes"]
+__all__ = ["check_run_config", "interrupted_note", "note_resume", "resume_changes"]
 
 
 def _flat(data: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
@@ -82,3 +83,39 @@ def check_run_config(path: Path) -> None:
         file=sys.stderr,
         flush=True,
     )
+
+
+def interrupted_note(run_dir: Path) -> str:
+    """What an interrupted session leaves: the checkpoint a resume starts from, and the
+    iterations past it (logged in RUN/metrics.jsonl) that are lost."""
+    try:
+        file = resolve_checkpoint(run_dir / "checkpoints")
+    except CheckpointError:
+        return f"no checkpoint in {run_dir}: nothing to resume"
+    iteration = int(file.stem.removeprefix("ckpt_"))
+    reached = _last_logged_iteration(run_dir / "metrics.jsonl")
+    if reached is None:
+        lost = f"the iterations after {iteration} are lost"
+    elif reached <= iteration:
+        lost = "no iteration is lost"
+    elif reached == iteration + 1:
+        lost = f"iteration {reached} is lost"
+    else:
+        lost = f"iterations {iteration + 1}-{reached} are lost"
+    return f"a resume (--resume {run_dir}) starts from {file.name} (iteration {iteration}); {lost}"
+
+
+def _last_logged_iteration(path: Path) -> int | None:
+    """The last iteration RUN/metrics.jsonl holds (not superseded); None without the file."""
+    try:
+        lines = path.read_text().splitlines()
+    except OSError:
+        return None
+    for line in reversed(lines):
+        try:
+            row = json.loads(line)
+        except ValueError:
+            continue  # a line cut by the interruption
+        if isinstance(row, dict) and not row.get("superseded") and "iteration" in row:
+            return int(row["iteration"])
+    return None

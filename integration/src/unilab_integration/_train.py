@@ -36,7 +36,7 @@ from ._checkpoint import (
 )
 from ._config import TrainConfig, save_config
 from ._envs import check_env_options, check_named_imports, check_task, import_modules
-from ._resume import check_run_config, note_resume
+from ._resume import check_run_config, interrupted_note, note_resume
 from ._rundir import RunLock, RunPlan, plan_run_folder
 from ._sinks import check_sinks
 
@@ -283,7 +283,11 @@ def train(config: TrainConfig, *, resume: str | None = None) -> dict[str, Any]:
                 note_resume(ckpt, config, plan.path)
                 if plan.resumed_from is not None:
                     check_run_config(plan.path / "config.json")
-            return _launch(config, resume, world, plan)
+            try:
+                return _launch(config, resume, world, plan)
+            except KeyboardInterrupt as e:  # Ctrl-C: say where a resume starts and what is lost
+                e.args = (f"{e}; {interrupted_note(plan.path)}",)
+                raise
         finally:
             lock.release()
 

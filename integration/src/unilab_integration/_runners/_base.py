@@ -201,6 +201,7 @@ class Runner:
                 self.run_dir,
                 total=self.budget,
                 initial=self.iteration,
+                initial_env_steps=self.env_steps_global,
                 sinks=cfg.loggers,
                 config=self.config,
                 progress=cfg.progress,
