@@ -26,12 +26,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 SOURCES = [*sorted((ROOT / "packages").glob("*/src/unilab_*")), ROOT / "integration" / "src"]
 
-KNOWN: dict[str, str] = {
-    # The task defaults register per-task config defaults that _config.py applies while
-    # _task_defaults.py builds TrainConfig pieces; the checkpoint/config rework that is under
-    # way splits them. Remove this entry with that change.
-    "cycle: unilab_integration._config -> unilab_integration._task_defaults": "",
-}
+KNOWN: dict[str, str] = {}
 
 
 def is_private(name: str) -> bool:

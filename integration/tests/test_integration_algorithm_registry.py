@@ -1,7 +1,7 @@
 """An algorithm from its own module: its folder (here one module) and one registry call.
 
 `_unilab_toy_algo` registers "toy" with `register_algorithm`; `runner.imports` makes every
-worker and every later reader of the run's config import it. Trained end to end on 2 gloo
+worker import it (a later reader imports it itself: a saved config never chooses imports). Trained end to end on 2 gloo
 CPU workers, checkpointed, played and resumed without a line of integration naming it."""
 
 from __future__ import annotations

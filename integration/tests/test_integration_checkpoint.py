@@ -102,3 +102,39 @@ def test_rng_round_trip():
     restore_rng(state, torch.device("cpu"))
     b = (random.random(), torch.rand(4))
     assert a[0] == b[0] and torch.equal(a[1], b[1])
+
+
+def test_a_missing_pointer_or_a_truncated_file_names_the_complete_checkpoints(tmp_path):
+    d = tmp_path / "checkpoints"
+    for i in (1, 2, 3):
+        save_checkpoint(d, i, _payload())
+    (d / "latest").unlink()
+    with pytest.raises(CheckpointError) as e:
+        resolve_checkpoint(tmp_path)
+    assert str(e.value) == (
+        f"no 'latest' pointer in {d}; its complete checkpoints: ckpt_000003.pt, ckpt_000002.pt, "
+        f"ckpt_000001.pt: give one as the path, e.g. {d / 'ckpt_000003.pt'}"
+    )
+    # a killed write of ckpt 3 (the pointer still names it): the older whole ones are named
+    (d / "latest").write_text("ckpt_000003.pt\n")
+    data = (d / "ckpt_000003.pt").read_bytes()
+    (d / "ckpt_000003.pt").write_bytes(data[: len(data) // 2])
+    with pytest.raises(CheckpointError) as e:
+        load_checkpoint(tmp_path)
+    text = str(e.value)
+    assert text.startswith(f"cannot read checkpoint {d / 'ckpt_000003.pt'}: ")
+    assert text.endswith(
+        f"; its older complete checkpoints: ckpt_000002.pt, ckpt_000001.pt: give one as the "
+        f"path, e.g. {d / 'ckpt_000002.pt'}"
+    )
+    assert "\n" not in text
+
+
+def test_teacher_errors_say_teacher(tmp_path):
+    from unilab_integration._checkpoint import load_teacher_checkpoint
+
+    with pytest.raises(CheckpointError, match=r"^--teacher: no checkpoint at "):
+        load_teacher_checkpoint(tmp_path / "nope", "cartpole-balance")
+    save_checkpoint(tmp_path, 1, {**_payload(algo="fastsac")})
+    with pytest.raises(CheckpointError, match=r"^teacher .* was trained with 'fastsac', not 'ppo'"):
+        load_teacher_checkpoint(tmp_path, "cartpole-balance")

@@ -141,26 +141,31 @@ def test_round_trip_through_json(tmp_path):
     assert TrainConfig.from_dict(cfg.to_dict()) == cfg
 
 
-def test_an_older_fastsac_config_loads_under_the_new_keys():
-    """FastSAC configs saved before its keys took PPO's names (one group per network, one
-    normalization setting, a bool capture) load into the fields that absorbed them."""
-    new = make_config("humanoid-velocity", "fastsac")
-    data = new.to_dict()
-    for key in ("actor_obs", "critic_obs", "normalize_obs", "obs_norm_scope"):
-        del data["algo"][key]
-    data["algo"].update(
-        actor_obs_group="policy", critic_obs_group="critic", obs_normalization="local",
-        capture=False,
-    )  # fmt: skip
-    algo = TrainConfig.from_dict(data).algo
-    assert (algo.actor_obs, algo.critic_obs) == (("policy",), ("critic",))
-    assert (algo.normalize_obs, algo.obs_norm_scope, algo.capture) == (True, "local", "none")
-    data["algo"]["obs_normalization"] = "off"
-    algo = TrainConfig.from_dict(data).algo
-    assert (algo.normalize_obs, algo.obs_norm_scope) == (False, "global")
-    assert algo == attrs.evolve(new.algo, normalize_obs=False, capture="none")
-    with pytest.raises(ValueError, match=r"unknown config key 'algo\.actor_group'"):
-        apply_overrides(new, ["algo.actor_group=policy"])
+def test_a_saved_config_is_rebuilt_from_its_data_alone(monkeypatch):
+    """No preset or task defaults are consulted: a saved run keeps its values when a default
+    changes, and `algo` is built as its algorithm's config class."""
+    from unilab_integration import _task_defaults
+
+    cfg = apply_overrides(make_config("cartpole-balance", "fastsac"), ["algo.batch_size=64"])
+    data = cfg.to_dict()
+
+    def changed_defaults(_cfg):
+        raise AssertionError("from_dict ran the task's defaults")
+
+    monkeypatch.setitem(_task_defaults._REGISTRY, "cartpole-balance", changed_defaults)
+    back = TrainConfig.from_dict(data)
+    assert back == cfg and type(back.algo).__name__ == "FastSACConfig"
+    # a key the data lacks takes its class default, not a preset's or a task's
+    del data["runner"]["save_interval"], data["algo"]["actor_hidden"]
+    back = TrainConfig.from_dict(data)
+    assert back.runner.save_interval == RunnerConfig().save_interval == 50
+    assert back.algo.actor_hidden == type(cfg.algo)().actor_hidden != cfg.algo.actor_hidden
+    # keys of older runs are not read (nothing has been released under them)
+    data["algo"]["actor_obs_group"] = "policy"
+    with pytest.raises(ValueError, match=r"unknown config key 'algo\.actor_obs_group'"):
+        TrainConfig.from_dict(data)
+    with pytest.raises(ValueError, match=r"config lacks 'algo'"):
+        TrainConfig.from_dict({"algo_name": "ppo", "env": {"task": "x"}})
 
 
 def test_env_scope_split():

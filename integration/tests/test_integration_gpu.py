@@ -25,7 +25,7 @@ def _config(log_dir: Path, name: str, algo: str, gpus: str, iterations: int):
             f"launch.gpus={json.dumps(gpus)}",
             f"runner.iterations={iterations}",
             "runner.progress=false",
-            "runner.tensorboard=false",
+            'runner.loggers=["console","jsonl"]',
             f"runner.log_dir={json.dumps(str(log_dir))}",
             f"runner.run_name={name}",
         ],

@@ -17,7 +17,7 @@ TINY = [
     "env.num_envs=64",
     "env.kwargs.max_episode_steps=40",
     "runner.num_steps_per_env=8",
-    "runner.tensorboard=false",
+    'runner.loggers=["console","jsonl"]',
     "runner.progress=false",
 ]
 

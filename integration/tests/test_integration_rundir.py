@@ -3,6 +3,7 @@ iterations of 4 cart-poles), and the run folder's lock with real processes."""
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import os
@@ -10,7 +11,6 @@ import signal
 import socket
 import subprocess
 import sys
-import warnings
 from pathlib import Path
 
 import pytest
@@ -21,7 +21,7 @@ from unilab_integration._rundir import LOCK, RunFolderError, RunLock, check_lock
 from unilab_integration._runners import OnPolicyRunner
 from unilab_integration.cli import main
 
-TINY = ["env.num_envs=4", "runner.num_steps_per_env=4", "runner.tensorboard=false"]
+TINY = ["env.num_envs=4", "runner.num_steps_per_env=4", 'runner.loggers=["console","jsonl"]']
 
 
 def _runner(run_dir, *more):
@@ -42,7 +42,7 @@ def _digest(folder):
     }
 
 
-def test_keep_checkpoints_prunes_only_this_sessions_older_ones(tmp_path, monkeypatch):
+def test_keep_checkpoints_prunes_the_runs_older_checkpoints(tmp_path, monkeypatch):
     import unilab_integration._runners._base as base
 
     saves = []
@@ -61,13 +61,13 @@ def test_keep_checkpoints_prunes_only_this_sessions_older_ones(tmp_path, monkeyp
         "ckpt_000012.pt",
         "latest",
     ]
-    # a resumed session deletes none of the checkpoints it did not write
-    second = _runner(tmp_path, "runner.iterations=18", *cfg, "runner.keep_every=0")
+    # a resumed session prunes the run's checkpoints, whichever session wrote them
+    second = _runner(tmp_path, "runner.iterations=18", *cfg)
     second.load(tmp_path)
     second.run()
     assert saves[12:] == list(range(13, 19))
     kept = [int(n[5:11]) for n in _names(tmp_path) if n != "latest"]
-    assert kept == [4, 8, 10, 11, 12, 16, 17, 18]
+    assert kept == [4, 8, 12, 16, 17, 18]
     assert load_checkpoint(tmp_path)["iteration"] == 18
     # keep_checkpoints=0 keeps everything
     every = ["runner.iterations=7", "runner.save_interval=1", "runner.keep_checkpoints=0"]
@@ -191,8 +191,11 @@ def test_a_live_lock_refuses_and_a_killed_holders_lock_is_taken_over(small_run, 
         holder.wait()
     assert (small_run / LOCK).exists()  # SIGKILL ran no cleanup: the lock is stale now
     check_lock(small_run)  # a stale lock does not refuse
-    with pytest.warns(RuntimeWarning, match=f"its trainer is gone \\(pid {holder.pid} on host"):
-        lock = RunLock(small_run).acquire()
+    capsys.readouterr()
+    lock = RunLock(small_run).acquire()
+    err = capsys.readouterr().err
+    assert err.startswith(f"{small_run / LOCK}: its trainer is gone (pid {holder.pid} on host")
+    assert err.endswith("taking the lock over\n") and err.count("\n") == 1
     assert json.loads((small_run / LOCK).read_text())["pid"] == os.getpid()
     lock.release()
     assert not (small_run / LOCK).exists()
@@ -208,13 +211,26 @@ def test_a_lock_held_on_another_host_is_refused_with_its_host(tmp_path):
         check_lock(tmp_path)
 
 
-def test_a_new_lock_is_created_once_and_released(tmp_path):
+def test_a_new_lock_is_created_once_and_released(tmp_path, capsys):
     run_dir = tmp_path / "new"
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")  # no takeover warning for a fresh folder
-        with RunLock(run_dir):
-            assert (run_dir / LOCK).is_file()
+    with RunLock(run_dir):
+        assert (run_dir / LOCK).is_file()
+    assert capsys.readouterr().err == ""  # no takeover line for a fresh folder
     assert not run_dir.exists()  # made by the lock, empty again: removed
+
+
+def test_a_read_only_runs_folder_is_one_line_naming_it_and_log_dir(tmp_path, capsys, monkeypatch):
+    def read_only(self, *args, **kwargs):
+        raise OSError(errno.EROFS, "Read-only file system", str(self))
+
+    monkeypatch.setattr(Path, "mkdir", read_only)
+    code = main(_train_argv(tmp_path / "ro", "--iterations", "1", "--run-name", "r"))
+    err = capsys.readouterr().err
+    assert code == 2
+    assert err == (
+        f"unilab train: error: cannot write the run folder {tmp_path / 'ro' / 'r'} (Read-only "
+        "file system): train into a writable --log-dir\n"
+    )
 
 
 def test_unnamed_run_folders_never_collide(tmp_path, monkeypatch):

@@ -1,5 +1,5 @@
-"""Metric sinks (`runner.loggers`): the registry and its errors, a user's sink, the legacy
-`runner.tensorboard` key, `--loggers`, and the startup line's content on CPU."""
+"""Metric sinks (`runner.loggers`): the registry and its errors, a user's sink, `--loggers`,
+and the startup line's content on CPU."""
 
 from __future__ import annotations
 
@@ -16,7 +16,6 @@ from unilab_algos import CaptureMode, CaptureStatus
 from unilab_integration import (
     MetricLogger,
     RunInfo,
-    TrainConfig,
     _sinks,
     apply_overrides,
     make_config,
@@ -142,24 +141,12 @@ def test_loggers_choose_what_is_written(tmp_path):
     assert not any(tmp_path.iterdir())  # no metrics.jsonl, no tensorboard/
 
 
-def test_runner_tensorboard_of_older_runs_still_reads():
+def test_runner_loggers_are_the_one_key_for_sinks():
     cfg = make_config("cartpole-balance", "ppo")
     assert cfg.runner.loggers == ("console", "jsonl", "tensorboard")
-    assert apply_overrides(cfg, ["runner.tensorboard=false"]).runner.loggers == (
-        "console",
-        "jsonl",
-    )
-    both = ['runner.loggers=["jsonl"]', "runner.tensorboard=true"]
-    assert apply_overrides(cfg, both).runner.loggers == ("jsonl", "tensorboard")
-    old = cfg.to_dict()  # a config.json written before runner.loggers existed
-    del old["runner"]["loggers"], old["runner"]["wandb"]
-    old["runner"]["tensorboard"] = False
-    assert TrainConfig.from_dict(old).runner.loggers == ("console", "jsonl")
-    old["runner"]["tensorboard"] = True
-    assert TrainConfig.from_dict(old) == cfg
     assert "tensorboard" not in cfg.to_dict()["runner"]
-    with pytest.raises(TypeError, match=r"'runner\.tensorboard' takes true or false, not 'no'"):
-        apply_overrides(cfg, ["runner.tensorboard=no"])
+    with pytest.raises(ValueError, match=r"unknown config key 'runner\.tensorboard'"):
+        apply_overrides(cfg, ["runner.tensorboard=false"])
     with pytest.raises(ValueError, match=r"'runner\.loggers' takes a list of distinct strings"):
         apply_overrides(cfg, ['runner.loggers=["jsonl","jsonl"]'])
 

@@ -39,7 +39,7 @@ def _train(log_dir: Path, name: str, sync: str, *, workers: int = 2, resume=None
             f"runner.save_interval={ITERATIONS}",
             f"runner.curriculum_sync={sync}",
             "runner.progress=false",
-            "runner.tensorboard=false",
+            'runner.loggers=["console","jsonl"]',
             "runner.seed=5",
             f"runner.log_dir={json.dumps(str(log_dir))}",
             f"runner.run_name={name}",

@@ -32,7 +32,7 @@ def zero_policy(tmp_path_factory):
     mjlab_robot("go1")
     path = tmp_path_factory.mktemp("zero") / "model_3.pt"
     _rsl_rl_checkpoint(path, TASK)
-    raw = torch.load(path, weights_only=False)
+    raw = torch.load(path, weights_only=True)
     raw["actor_state_dict"]["mlp.6.weight"].zero_()
     raw["actor_state_dict"]["mlp.6.bias"].zero_()
     torch.save(raw, path)

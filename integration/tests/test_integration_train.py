@@ -48,7 +48,7 @@ def _ppo_config(log_dir, name, *more):
             "runner.iterations=4",
             "runner.save_interval=2",
             "runner.progress=false",
-            "runner.tensorboard=false",
+            'runner.loggers=["console","jsonl"]',
             "runner.seed=3",
             f"runner.log_dir={json.dumps(str(log_dir))}",
             f"runner.run_name={name}",
@@ -127,7 +127,8 @@ def test_resume_same_world_size_is_bit_for_bit(straight, tmp_path):
             for name, value in a["learner"][rank][key].items():
                 assert torch.equal(value, b["learner"][rank][key][name]), (rank, key, name)
         assert a["learner"][rank]["learning_rate"] == b["learner"][rank]["learning_rate"]
-        assert torch.equal(a["obs"][rank]["obs", "policy"], b["obs"][rank]["obs", "policy"])
+        obs_a, obs_b = (c["obs"][rank]["data"]["obs"]["policy"] for c in (a, b))
+        assert torch.equal(obs_a, obs_b)
     rows_a = _rows(run_dir)[2:]
     rows_b = _rows(Path(result["run_dir"]))
     assert [r["learner/value"] for r in rows_a] == [r["learner/value"] for r in rows_b]
@@ -160,7 +161,9 @@ def test_four_workers_on_two_hosts_train_in_lockstep(tmp_path):
             for name, value in ck["learner"][0][key].items():
                 assert torch.equal(value, ck["learner"][rank][key][name]), (rank, key, name)
     # every rank stepped its own envs (seeded per rank): different observations
-    assert not torch.equal(ck["obs"][0]["obs", "policy"], ck["obs"][3]["obs", "policy"])
+    assert not torch.equal(
+        ck["obs"][0]["data"]["obs"]["policy"], ck["obs"][3]["data"]["obs"]["policy"]
+    )
 
 
 def _sha(path):
@@ -179,7 +182,13 @@ def test_resume_into_its_folder_at_another_world_size(straight, tmp_path, capsys
     ]
     kept = {p: _sha(run_dir / p) for p in first_session}
     argv = ["train", "cartpole-balance", "--cpu-workers", "1", "--env-steps", "3072"]
-    argv += ["--resume", str(run_dir), "--no-progress", "--set", "runner.tensorboard=false"]
+    argv += [
+        "--resume",
+        str(run_dir),
+        "--no-progress",
+        "--set",
+        'runner.loggers=["console","jsonl"]',
+    ]
     argv += ["--num-envs", str(N), "--env-scope", "per-rank"]
     monkeypatch.chdir(tmp_path)
     code = main([*argv, "--set", f"runner.num_steps_per_env={T}"])
@@ -218,7 +227,8 @@ def test_resume_into_its_folder_at_another_world_size(straight, tmp_path, capsys
     assert "world size 2 -> 1" in text and "global envs 32 -> 16" in text
     assert not (run_dir / ".lock").exists()
     names = sorted(p.name for p in (run_dir / "checkpoints").iterdir())
-    assert names == [f"ckpt_00000{i}.pt" for i in (2, 4, 8)] + ["latest"]  # save_interval 20
+    # the run's save_interval (2) continues: a checkpoint every 2 iterations
+    assert names == [f"ckpt_00000{i}.pt" for i in (2, 4, 6, 8)] + ["latest"]
     assert main(["play", str(run_dir), "--episodes", "1", "--num-envs", "2"]) == 0
 
 
@@ -242,7 +252,7 @@ def _descendants(pid):
 def test_a_live_trainer_locks_its_folder_until_sigterm(tmp_path, capsys):
     argv = ["train", "cartpole-balance", "--cpu-workers", "1", "--num-envs", "8"]
     argv += ["--env-scope", "per-rank", "--log-dir", str(tmp_path), "--no-progress"]
-    argv += ["--set", "runner.tensorboard=false", "--set", "runner.save_interval=1"]
+    argv += ["--set", 'runner.loggers=["console","jsonl"]', "--set", "runner.save_interval=1"]
     cmd = [sys.executable, "-m", "unilab_integration.cli", *argv, "--run-name", "live"]
     with open(tmp_path / "trainer.out", "w") as log:
         trainer = subprocess.Popen([*cmd, "--iterations", "100000"], stdout=log, stderr=log)
@@ -345,7 +355,7 @@ def test_distillation_from_ppo_teacher(straight, tmp_path):
             f"runner.num_steps_per_env={T}",
             "runner.iterations=2",
             "runner.progress=false",
-            "runner.tensorboard=false",
+            'runner.loggers=["console","jsonl"]',
             f"runner.teacher={json.dumps(str(run_dir))}",
             f"runner.log_dir={json.dumps(str(tmp_path))}",
             "runner.run_name=distill",
@@ -378,7 +388,7 @@ def _sac_config(log_dir, name, *more):
             "runner.save_replay=true",
             "runner.deterministic=true",
             "runner.progress=false",
-            "runner.tensorboard=false",
+            'runner.loggers=["console","jsonl"]',
             "algo.learning_starts=4",
             "algo.capture=false",
             f"runner.log_dir={json.dumps(str(log_dir))}",
@@ -523,7 +533,7 @@ def test_cartpole_ppo_reaches_the_success_threshold(tmp_path, capsys):
             "--run-name",
             "demo",
             "--set",
-            "runner.tensorboard=false",
+            'runner.loggers=["console","jsonl"]',
         ]
     )
     out = capsys.readouterr().out
@@ -557,7 +567,7 @@ def test_ppo_with_rnd_trains_through_the_cli(tmp_path, capsys):
             str(tmp_path),
             "--run-name",
             "rnd",
-            *("--set", "runner.tensorboard=false"),
+            *("--set", 'runner.loggers=["console","jsonl"]'),
             *("--set", "algo.rnd.weight=0.5"),
             *("--set", "algo.rnd.predictor_hidden=[16]"),
             *("--set", "algo.rnd.target_hidden=[16]"),
@@ -602,7 +612,7 @@ def test_replica_check_stops_a_run_whose_ranks_diverge(tmp_path, capsys, monkeyp
             "60",
             *("--set", 'runner.imports=["_unilab_diverging_rank"]'),
             *("--set", "runner.check_replicas_interval=1"),
-            *("--set", "runner.tensorboard=false"),
+            *("--set", 'runner.loggers=["console","jsonl"]'),
         ]
     )
     err = capsys.readouterr().err

@@ -155,6 +155,12 @@ def test_wandb_sink_offline_then_resume_continues_the_same_run(tmp_path, monkeyp
         assert session["summary"]["checkpoint/iteration"] == last
         assert session["exit"] == 0
     assert second["config"]["runner"]["iterations"] == 4
+    # the resumed session notes where it resumed: points past it from before are superseded
+    assert "resume/iteration" not in first["summary"]
+    assert (second["summary"]["resume/iteration"], second["summary"]["resume/env_steps"]) == (
+        2,
+        rows[1]["env_steps/global"],
+    )
 
     # the user's sink (docs/integration.md's example), registered through runner.imports
     ckpts = run_dir / "checkpoints"

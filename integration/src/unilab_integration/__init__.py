@@ -32,7 +32,6 @@ if TYPE_CHECKING:
     from ._config import TrainConfig as TrainConfig
     from ._config import WandbSettings as WandbSettings
     from ._config import load_config as load_config
-    from ._config import make_config as make_config
     from ._config import save_config as save_config
     from ._logger import MetricLogger as MetricLogger
     from ._overrides import apply_overrides as apply_overrides
@@ -48,6 +47,7 @@ if TYPE_CHECKING:
     from ._sinks import RunInfo as RunInfo
     from ._sinks import register_sink as register_sink
     from ._sinks import sink_names as sink_names
+    from ._task_defaults import make_config as make_config
     from ._task_defaults import register_task_defaults as register_task_defaults
     from ._train import train as train
     from ._train import train_worker as train_worker
@@ -107,7 +107,7 @@ _LAZY = {
     "RunnerConfig": "._config",
     "TrainConfig": "._config",
     "load_config": "._config",
-    "make_config": "._config",
+    "make_config": "._task_defaults",
     "save_config": "._config",
     "WandbSettings": "._config",
     "MetricLogger": "._logger",

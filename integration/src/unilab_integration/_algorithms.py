@@ -11,8 +11,6 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from ._overrides import KeyAlias, register_legacy_keys
-
 if TYPE_CHECKING:
     from unilab_algos import Learner
 
@@ -88,6 +86,10 @@ class AlgorithmSpec:
             )
         return self._config_factory(preset)
 
+    def config_class(self, preset: str = "default") -> type:
+        """The attrs class of this algorithm's config (what a saved `algo` is built as)."""
+        return type(self.make_config(preset))
+
 
 def algos_class(name: str) -> Any:
     """`unilab_algos.<name>`, imported on first use."""
@@ -157,27 +159,6 @@ ALGORITHMS: dict[str, AlgorithmSpec] = {
         replay=True,
     ),
 }
-
-
-def _one_group(group: str, _current: Any) -> tuple[str, ...]:
-    return (group,)
-
-
-# FastSAC configs saved before its keys took PPO's names (a single group per network; one
-# "global" / "local" / "off" normalization setting) still load.
-register_legacy_keys(
-    "unilab_algos.fastsac.config.FastSACConfig",
-    {
-        "actor_obs_group": KeyAlias("actor_obs", str, _one_group),
-        "critic_obs_group": KeyAlias("critic_obs", str, _one_group),
-        "obs_normalization": (
-            KeyAlias("normalize_obs", str, lambda mode, _current: mode != "off"),
-            KeyAlias(
-                "obs_norm_scope", str, lambda mode, current: current if mode == "off" else mode
-            ),
-        ),
-    },
-)
 
 
 def register_algorithm(spec: AlgorithmSpec) -> None:

@@ -1,6 +1,6 @@
 """Training configuration: one frozen attrs config per component, composed per task and algorithm.
 
-    cfg = make_config("cartpole-balance", "ppo", preset="default")
+    cfg = make_config("cartpole-balance", "ppo", preset="default")   # _task_defaults
     cfg = apply_overrides(cfg, ["algo.learning_rate=3e-4", "env.num_envs=128"])
     save_config(cfg, run_dir / "config.json")
 
@@ -16,13 +16,12 @@ import json
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
 import attrs
 
 from ._algorithms import ALGORITHMS, algorithm_spec
-from ._overrides import KeyAlias, config_from_dict, config_to_dict
-from ._task_defaults import task_defaults
+from ._overrides import config_from_data, config_to_dict
 from ._validators import (
     distinct_texts,
     integer,
@@ -42,7 +41,6 @@ __all__ = [
     "TrainConfig",
     "WandbSettings",
     "load_config",
-    "make_config",
     "save_config",
 ]
 
@@ -105,12 +103,6 @@ class WandbSettings:
     mode: str | None = attrs.field(default=None, validator=optional(one_of(*WANDB_MODES)))
 
 
-def _with_tensorboard(on: bool, loggers: tuple[str, ...]) -> tuple[str, ...]:
-    """`runner.tensorboard` of older runs: true adds "tensorboard" to the loggers, false removes it."""
-    rest = tuple(name for name in loggers if name != "tensorboard")
-    return (*rest, "tensorboard") if on else rest
-
-
 @attrs.frozen(kw_only=True)
 class RunnerConfig:
     """The training loop.
@@ -121,10 +113,10 @@ class RunnerConfig:
     consecutive iterations reaches the task's success threshold.
     `num_steps_per_env`: steps per env per iteration (the on-policy rollout length T; the
     number of env steps between update phases off-policy). `save_interval`: iterations between
-    checkpoints (one is always written at the end). `keep_checkpoints`: of the checkpoints a
-    session writes, the newest K stay (0: all), and also those at multiples of `keep_every` x
-    `save_interval` iterations (every N-th save; 0: none); `latest`'s and a resume's own
-    checkpoints are never deleted. `curriculum_sync`: `local` (each rank its
+    checkpoints (one is always written at the end). `keep_checkpoints`: of the run's
+    checkpoints (of every session), the newest K stay (0: all), and also those at multiples of
+    `keep_every` x `save_interval` iterations (every N-th save; 0: none); `latest`'s is never
+    deleted. `curriculum_sync`: `local` (each rank its
     own), `rank0` (rank 0's state broadcast) or `global` (metrics reduced, same decision).
     `check_finite`: stop on NaN/inf in observations, losses, gradients or parameters.
     `deterministic`: torch deterministic algorithms (bit-for-bit resume on CPU).
@@ -157,12 +149,7 @@ class RunnerConfig:
     register_sink` adds names): "console" (the table and, on a terminal, the progress bar,
     `progress`), "jsonl" (RUN/metrics.jsonl), "tensorboard" (RUN/tensorboard/) and "wandb"
     (Weights & Biases, `wandb`: `WandbSettings`; needs `pip install "unilab-integration[wandb]"`).
-    The key `runner.tensorboard` of older runs is still read: false removes "tensorboard".
     """
-
-    legacy_keys: ClassVar[dict[str, KeyAlias]] = {
-        "tensorboard": KeyAlias("loggers", bool, _with_tensorboard)
-    }
 
     seed: int = attrs.field(default=0, validator=integer)
     iterations: int | None = attrs.field(default=None, validator=optional(positive_int))
@@ -243,51 +230,21 @@ class TrainConfig:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> TrainConfig:
-        """Rebuild a config saved by `to_dict` (unknown keys raise ValueError)."""
+        """Rebuild a config saved by `to_dict` from the data and the declared types alone: no
+        preset or task defaults are consulted, so a saved run keeps its values when a default
+        changes (a field the data lacks takes its class default). `algo` is built as the
+        config class of its algorithm (`AlgorithmSpec.config_class`), which must be registered:
+        nothing is imported here. Unknown keys raise ValueError, wrong types TypeError."""
         data = dict(data)
-        for key in ("algo_name", "env"):
+        for key in ("algo_name", "env", "algo"):
             if key not in data:
                 raise ValueError(f"config lacks '{key}'")
-        # a module of runner.imports may register the algorithm or the task: import it first
-        imports = (data.get("runner") or {}).get("imports") or ()
-        if imports:
-            from ._envs import import_modules
-
-            import_modules(imports)
-        algo_name = data["algo_name"]
-        preset = data.get("preset", "default")
-        template = make_config(data["env"]["task"], algo_name, preset=preset)
-        return config_from_dict(template, data)
-
-
-def make_config(task: str, algo_name: str, *, preset: str = "default") -> TrainConfig:
-    """The composed config of `task` x `algo_name` x `preset`: the algorithm's preset config,
-    then the task's defaults (`register_task_defaults`; none: no env count). No task lookup
-    happens here."""
-    if preset not in PRESETS:
-        raise ValueError(f"unknown preset '{preset}'; presets: {', '.join(PRESETS)}")
-    spec = algorithm_spec(algo_name)
-    algo = spec.make_config(preset)
-    runner = RunnerConfig()
-    if preset == "rsl_rl":
-        runner = attrs.evolve(runner, curriculum_sync="local")
-    cfg = TrainConfig(
-        algo_name=algo_name, preset=preset, env=EnvConfig(task=task), algo=algo, runner=runner
-    )
-    defaults = task_defaults(task)
-    if defaults is None:
-        return cfg  # no env count: EnvConfig.per_rank asks for --num-envs and --env-scope
-    out = defaults(cfg)
-    if not isinstance(out, TrainConfig) or (out.task, out.algo_name, out.preset) != (
-        task,
-        algo_name,
-        preset,
-    ):
-        raise TypeError(
-            f"the defaults of task '{task}' ({defaults.__qualname__}) must return its "
-            f"TrainConfig changed (same task, algorithm and preset), not {type(out).__name__}"
-        )
-    return out
+        spec = algorithm_spec(data["algo_name"])
+        algo_class = spec.config_class(data.get("preset", "default"))
+        if not isinstance(data["algo"], Mapping):
+            raise TypeError(f"'algo' takes {algo_class.__name__} fields, not {data['algo']!r}")
+        algo = config_from_data(algo_class, data["algo"], "algo")
+        return config_from_data(cls, {**data, "algo": algo})
 
 
 def save_config(config: TrainConfig, path: str | os.PathLike) -> None:

@@ -17,6 +17,7 @@ __all__ = [
     "BUILTIN_TASK_NAMES",
     "BUILTIN_TASK_ROBOTS",
     "check_builtin_task",
+    "check_named_imports",
     "check_task",
     "import_modules",
     "make_env",
@@ -54,6 +55,20 @@ def import_modules(names: Iterable[str]) -> None:
             importlib.import_module(name)
         except ImportError as e:
             raise ValueError(f"runner.imports: cannot import module '{name}': {e}") from e
+
+
+def check_named_imports(saved: Iterable[str], named: Iterable[str], where: str) -> None:
+    """Refuse a saved config (`where`: the file it came from) whose `runner.imports` lists
+    modules that this command did not name: a file never chooses code to run."""
+    named = set(named)
+    missing = [m for m in saved if m not in named]
+    if missing:
+        flags = " ".join(f"--import {m}" for m in missing)
+        raise ValueError(
+            f"{where} asks to import {', '.join(missing)} (its runner.imports), which this "
+            f"command did not name; a file never chooses code to run: if you trust them, add "
+            f"{flags}"
+        )
 
 
 def task_names() -> list[str]:

@@ -27,7 +27,8 @@ class MetricLogger:
     `run_dir`; construct it on rank 0 only.
 
     `total` is the iteration budget when known (for the ETA: `eta_s`, the console bar and
-    table), `initial` the iteration this session starts from, `config` the session's
+    table), `initial` the iteration this session starts from (`initial_env_steps` the global
+    env steps there), `config` the session's
     `TrainConfig` (the W&B run's config), `progress` whether the console may draw a bar (on a
     terminal only), `stream` rank 0's stdout. A sink that fails to start closes the ones
     started before it.
@@ -39,6 +40,7 @@ class MetricLogger:
         *,
         total: int | None,
         initial: int = 0,
+        initial_env_steps: int = 0,
         sinks: Sequence[str] = DEFAULT_LOGGERS,
         config: Any = None,
         progress: bool = True,
@@ -50,6 +52,7 @@ class MetricLogger:
             config=config,
             total=total,
             initial=initial,
+            initial_env_steps=initial_env_steps,
             progress=progress,
             stream=stream or sys.stdout,
         )

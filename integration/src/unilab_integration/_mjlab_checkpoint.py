@@ -25,8 +25,16 @@ import attrs
 import torch
 
 from ._algorithms import algorithm_spec
-from ._checkpoint import FORMAT, VERSION, CheckpointError, load_checkpoint, tensor_shapes
-from ._config import make_config
+from ._checkpoint import (
+    FORMAT,
+    VERSION,
+    CheckpointError,
+    UnsafeCheckpointError,
+    load_checkpoint,
+    read_plain,
+    tensor_shapes,
+)
+from ._task_defaults import make_config
 
 __all__ = ["convert_mjlab_checkpoint", "is_rsl_rl_checkpoint", "load_policy_checkpoint"]
 
@@ -134,13 +142,12 @@ def convert_mjlab_checkpoint(
 
 
 def _torch_load(path: str | os.PathLike) -> Any:
+    """An RSL-RL file's dict: state dicts, an optimizer dict, `iter` and `infos`, all plain data
+    (read as UniLab's own checkpoints are, never running code the file names)."""
     file = Path(path)
     if not file.is_file():
         raise CheckpointError(f"no checkpoint file at {file}")
-    try:
-        return torch.load(file, map_location="cpu", weights_only=False)
-    except Exception as e:
-        raise CheckpointError(f"cannot read checkpoint {file}: {e}") from e
+    return read_plain(file)
 
 
 def load_policy_checkpoint(
@@ -152,6 +159,8 @@ def load_policy_checkpoint(
     with a `task` other than its own is refused (CheckpointError)."""
     try:
         ckpt = load_checkpoint(path, map_location=device)
+    except UnsafeCheckpointError:
+        raise
     except CheckpointError:
         file = Path(path)
         raw = _torch_load(file) if file.is_file() else None

@@ -9,13 +9,6 @@ the type of the template's current value. A value of the wrong type raises TypeE
 the field, the type it takes and the value given; a value the config's validators refuse
 (`_validators`) raises ValueError in the same words ("'runner.iterations' takes a positive
 integer, not 0").
-
-A config class may still read keys it no longer has (saved configs of older runs, overrides in
-older scripts): a class attribute `legacy_keys: ClassVar[Mapping[str, KeyAlias]]` maps each such
-key to the field that absorbed it, or to several (`RunnerConfig.legacy_keys`:
-`runner.tensorboard=false` removes "tensorboard" from `runner.loggers`). For a class of another
-package (an algorithm's config) `register_legacy_keys("module.Class", {...})` does the same
-without touching the class.
 """
 
 from __future__ import annotations
@@ -26,7 +19,7 @@ import functools
 import json
 import types
 import typing
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import attrs
@@ -34,39 +27,12 @@ import attrs
 from ._validators import FieldValueError
 
 __all__ = [
-    "KeyAlias",
     "apply_overrides",
+    "config_from_data",
     "config_from_dict",
     "config_to_dict",
     "parse_value",
-    "register_legacy_keys",
 ]
-
-_LEGACY: dict[str, dict[str, Any]] = {}  # "module.Class" -> {old key: KeyAlias or several}
-
-
-@attrs.frozen
-class KeyAlias:
-    """An older key of a config class that one of its fields absorbed: the key's value (of the
-    declared type `type`) and the current value of the field `target` give the field's new
-    value, `apply(value, current)`. Applied after the other keys of the same config part."""
-
-    target: str
-    type: Any
-    apply: Callable[[Any, Any], Any]
-
-
-def register_legacy_keys(qualname: str, keys: Mapping[str, Any]) -> None:
-    """Older keys of the config class `qualname` ("package.module.Class", as
-    `f"{cls.__module__}.{cls.__qualname__}"`): old key -> `KeyAlias`, or a tuple of them for a
-    key that two fields absorbed. Read as the class's own `legacy_keys`."""
-    _LEGACY.setdefault(qualname, {}).update(keys)
-
-
-def _legacy_keys(cls: type) -> dict[str, tuple[KeyAlias, ...]]:
-    own = dict(getattr(cls, "legacy_keys", {}))
-    own.update(_LEGACY.get(f"{cls.__module__}.{cls.__qualname__}", {}))
-    return {k: v if isinstance(v, tuple) else (v,) for k, v in own.items()}
 
 
 def parse_value(text: str) -> Any:
@@ -106,6 +72,15 @@ def config_from_dict(template: Any, data: Mapping[str, Any]) -> Any:
     if not attrs.has(type(template)):
         raise TypeError(f"{type(template).__name__} is not an attrs config")
     return _apply_tree(type(template), template, data, "")
+
+
+def config_from_data(cls: type, data: Mapping[str, Any], prefix: str = "") -> Any:
+    """An instance of the attrs class `cls` built from `data` and the declared field types
+    alone: a field `data` lacks takes its class default, never another template's value.
+    Errors as `config_from_dict`'s, keys named under `prefix`."""
+    if not attrs.has(cls):
+        raise TypeError(f"{cls.__name__} is not an attrs config")
+    return _apply_tree(cls, None, data, prefix)
 
 
 def config_to_dict(config: Any) -> dict[str, Any]:
@@ -162,12 +137,9 @@ def _apply_tree(cls: type, config: Any, tree: Mapping[str, Any], prefix: str) ->
     """`config` (an instance of `cls`, or None: build `cls` from its defaults) with `tree`."""
     names = [f.name for f in attrs.fields(cls)]
     hints = _hints(cls)
-    aliases = _legacy_keys(cls)
     changes: dict[str, Any] = {}
     for key, value in tree.items():
         full = f"{prefix}.{key}" if prefix else key
-        if key not in names and key in aliases:
-            continue  # after the fields: it changes a field's value as given here
         if key not in names:
             close = difflib.get_close_matches(key, names, n=1)
             hint = f"did you mean '{prefix + '.' if prefix else ''}{close[0]}'? " if close else ""
@@ -176,14 +148,6 @@ def _apply_tree(cls: type, config: Any, tree: Mapping[str, Any], prefix: str) ->
             )
         current = getattr(config, key) if config is not None else None
         changes[key] = _build(hints.get(key, Any), current, value, full)
-    for key, targets in aliases.items():
-        if key in tree and key not in names:
-            full = f"{prefix}.{key}" if prefix else key
-            for alias in targets:
-                given = _build(alias.type, None, tree[key], full)
-                changes[alias.target] = alias.apply(
-                    given, _field_value(cls, config, changes, alias.target)
-                )
     try:
         return attrs.evolve(config, **changes) if config is not None else cls(**changes)
     except FieldValueError as e:  # one field refused its value: name it by its dotted key
@@ -192,16 +156,6 @@ def _apply_tree(cls: type, config: Any, tree: Mapping[str, Any], prefix: str) ->
         where = prefix or cls.__name__
         first = e.args[0] if e.args and isinstance(e.args[0], str) else str(e)  # attrs: (msg, ...)
         raise ValueError(f"invalid value in '{where}': {first}") from e
-
-
-def _field_value(cls: type, config: Any, changes: Mapping[str, Any], name: str) -> Any:
-    """Field `name` as `changes` leave it: changed, the config's, or the class default."""
-    if name in changes:
-        return changes[name]
-    if config is not None:
-        return getattr(config, name)
-    default = attrs.fields_dict(cls)[name].default
-    return default.factory() if isinstance(default, attrs.Factory) else default
 
 
 def _build(tp: Any, current: Any, value: Any, key: str) -> Any:

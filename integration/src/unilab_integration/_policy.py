@@ -20,7 +20,6 @@ import torch
 from ._algorithms import algorithm_spec
 from ._checkpoint import load_checkpoint
 from ._config import TrainConfig
-from ._envs import import_modules
 
 if TYPE_CHECKING:
     from unilab_algos import Learner
@@ -189,7 +188,10 @@ METADATA_VERSION = 1
 
 
 def export_onnx(
-    checkpoint: str | os.PathLike, out: str | os.PathLike, *, opset: int | None = None
+    checkpoint: str | os.PathLike | dict[str, Any],
+    out: str | os.PathLike,
+    *,
+    opset: int | None = None,
 ) -> Path:
     """Write the checkpoint's deterministic policy (normalizer included) as ONNX, with the
     task's deployment metadata.
@@ -321,7 +323,6 @@ def _task(config: TrainConfig) -> Any:
     """The checkpoint's task alone (no env): its spec and deployment info."""
     import unilab_envs
 
-    import_modules(config.runner.imports)
     env_options = {f.name for f in attrs.fields(unilab_envs.EnvConfig)}
     kwargs = {k: v for k, v in dict(config.env.kwargs).items() if k not in env_options}
     return unilab_envs.make_task(config.task, **kwargs)
@@ -519,7 +520,6 @@ def play_episodes(
     policy, _learner, ckpt = policy_from_checkpoint(checkpoint, device)
     config = TrainConfig.from_dict(ckpt["config"])
     groups = actor_groups(config.algo)
-    import_modules(config.runner.imports)
     kwargs = {**dict(config.env.kwargs), **dict(env_kwargs or {})}
     env = unilab_envs.make(config.task, num_envs=num_envs, device=device, seed=seed, **kwargs)
     level = restore_curriculum(env, ckpt)

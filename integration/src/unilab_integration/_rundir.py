@@ -15,20 +15,20 @@ Rules (checked before anything is created; a refusal is a `RunFolderError`, exit
   would be overwritten): resume it into a fresh `--run-name`.
 - `RUN/.lock` (JSON: pid, host, process start ticks, start time, command) is created
   atomically while a trainer runs and removed when `train()` returns or raises. A lock whose
-  process is gone (same host) is taken over with a warning; a live one, or one held on
+  process is gone (same host) is taken over, saying so in one line on stderr; a live one, or one held on
   another host (which this machine cannot check), is refused.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import json
 import os
 import socket
 import sys
 import time
-import warnings
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -246,6 +246,24 @@ class RunLock:
         self.held = False
 
     def acquire(self) -> RunLock:
+        """Make the folder (when missing) and the lock; RunFolderError naming the folder and
+        `--log-dir` when it cannot be written."""
+        try:
+            return self._acquire()
+        except PermissionError as e:
+            raise RunFolderError(self._unwritable(e)) from None
+        except OSError as e:
+            if e.errno not in (errno.EROFS, errno.EACCES, errno.EPERM):
+                raise
+            raise RunFolderError(self._unwritable(e)) from None
+
+    def _unwritable(self, e: OSError) -> str:
+        return (
+            f"cannot write the run folder {self.path} ({e.strerror or e}): train into a "
+            "writable --log-dir"
+        )
+
+    def _acquire(self) -> RunLock:
         if not self.path.exists():
             self.path.mkdir(parents=True, exist_ok=True)
             self.made_folder = True
@@ -261,11 +279,11 @@ class RunLock:
         with _folder_flock(self.path):
             info = _read_lock(self.path)
             if info is not None and _is_stale(self.path, info):
-                warnings.warn(
+                print(
                     f"{lock}: its trainer is gone ({_holder(info) if info else 'unreadable'}); "
                     "taking the lock over",
-                    RuntimeWarning,
-                    stacklevel=2,
+                    file=sys.stderr,
+                    flush=True,
                 )
                 lock.unlink()
             try:

@@ -1,5 +1,7 @@
 """Per-task defaults: one typed function per task, layered by `make_config` over the preset.
 
+    cfg = make_config("cartpole-balance", "ppo", preset="default")
+
     def my_task(cfg: TrainConfig) -> TrainConfig:
         return attrs.evolve(cfg, env=attrs.evolve(cfg.env, num_envs=1024))
 
@@ -15,16 +17,16 @@ string. A task with no defaults has no env count: training it needs `--num-envs`
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import attrs
 
-if TYPE_CHECKING:
-    from ._config import TrainConfig
+from ._algorithms import algorithm_spec
+from ._config import PRESETS, EnvConfig, RunnerConfig, TrainConfig
 
-__all__ = ["TaskDefaults", "register_task_defaults", "task_defaults"]
+__all__ = ["TaskDefaults", "make_config", "register_task_defaults", "task_defaults"]
 
-TaskDefaults = Callable[["TrainConfig"], "TrainConfig"]
+TaskDefaults = Callable[[TrainConfig], TrainConfig]
 
 
 def _small_ppo(algo: Any) -> Any:
@@ -156,3 +158,34 @@ def register_task_defaults(
 def task_defaults(task: str) -> TaskDefaults | None:
     """The defaults function of `task`, or None when it has none."""
     return _REGISTRY.get(task)
+
+
+def make_config(task: str, algo_name: str, *, preset: str = "default") -> TrainConfig:
+    """The composed config of `task` x `algo_name` x `preset`: the algorithm's preset config,
+    then the task's defaults (`register_task_defaults`; none: no env count). No task lookup
+    happens here. A new run starts from it; a saved run's config is rebuilt from its data alone
+    (`TrainConfig.from_dict`), never through this."""
+    if preset not in PRESETS:
+        raise ValueError(f"unknown preset '{preset}'; presets: {', '.join(PRESETS)}")
+    spec = algorithm_spec(algo_name)
+    algo = spec.make_config(preset)
+    runner = RunnerConfig()
+    if preset == "rsl_rl":
+        runner = attrs.evolve(runner, curriculum_sync="local")
+    cfg = TrainConfig(
+        algo_name=algo_name, preset=preset, env=EnvConfig(task=task), algo=algo, runner=runner
+    )
+    defaults = task_defaults(task)
+    if defaults is None:
+        return cfg  # no env count: EnvConfig.per_rank asks for --num-envs and --env-scope
+    out = defaults(cfg)
+    if not isinstance(out, TrainConfig) or (out.task, out.algo_name, out.preset) != (
+        task,
+        algo_name,
+        preset,
+    ):
+        raise TypeError(
+            f"the defaults of task '{task}' ({defaults.__qualname__}) must return its "
+            f"TrainConfig changed (same task, algorithm and preset), not {type(out).__name__}"
+        )
+    return out

@@ -28,9 +28,11 @@ from ._checkpoint import (
     CheckpointError,
     load_checkpoint,
     load_teacher_checkpoint,
+    remove_temporaries,
 )
 from ._config import TrainConfig, save_config
-from ._envs import check_env_options, check_task, import_modules
+from ._envs import check_env_options, check_named_imports, check_task, import_modules
+from ._resume import check_run_config, interrupted_note, note_resume
 from ._rundir import RunLock, RunPlan, plan_run_folder
 from ._sinks import check_sinks
 
@@ -109,6 +111,11 @@ def with_slurm_hosts(config: TrainConfig) -> TrainConfig:
 
 def validate(config: TrainConfig, resume: str | None = None) -> int:
     """Check `config` (and a resume checkpoint) before launching; return the world size."""
+    return _validate(config, resume)[0]
+
+
+def _validate(config: TrainConfig, resume: str | None) -> tuple[int, dict | None]:
+    """`validate`, also returning the resume checkpoint (None without one)."""
     import_modules(config.runner.imports)
     check_task(config.task)
     check_env_options(config.task, dict(config.env.kwargs))
@@ -120,8 +127,10 @@ def validate(config: TrainConfig, resume: str | None = None) -> int:
     world, _ = plan_world(config)
     config.env.per_rank(world)
     _check_hosts(config.launch.hosts)
+    ckpt = None
     if resume is not None:
         ckpt = load_checkpoint(resume)
+        check_saved_imports(ckpt, config)
         for key, mine in (("task", config.task), ("algo_name", config.algo_name)):
             if ckpt[key] != mine:
                 what = "task" if key == "task" else "algorithm"
@@ -130,8 +139,14 @@ def validate(config: TrainConfig, resume: str | None = None) -> int:
                 )
         _check_budget_left(config, world, ckpt)
     if algorithm_spec(config.algo_name).teacher:
-        load_teacher_checkpoint(run.teacher, config.task)
-    return world
+        check_saved_imports(load_teacher_checkpoint(run.teacher, config.task), config)
+    return world, ckpt
+
+
+def check_saved_imports(ckpt: dict, config: TrainConfig) -> None:
+    """A checkpoint's saved `runner.imports` are imported only when this run names them too."""
+    saved = ckpt["config"].get("runner", {}).get("imports") or ()
+    check_named_imports(saved, config.runner.imports, ckpt["path"])
 
 
 def _check_hosts(hosts: str | None) -> None:
@@ -178,8 +193,9 @@ def train_worker(
 
     from ._runners import make_runner
 
+    # the modules the launcher's command named (they may register the algorithm or the task)
+    import_modules(config_dict["runner"]["imports"])
     config = TrainConfig.from_dict(config_dict)
-    import_modules(config.runner.imports)
     quiet_warp()
     if device_kind == "cuda":
         device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", "0")))
@@ -249,7 +265,7 @@ def train(config: TrainConfig, *, resume: str | None = None) -> dict[str, Any]:
     from unilab_launch import interrupt_on_signals
 
     config = with_slurm_hosts(config)  # the nodes are asked once; config.json records them
-    world = validate(config, resume)
+    world, ckpt = _validate(config, resume)
     plan = plan_run_folder(config, resume)
     lock = RunLock(plan.path)
     with interrupt_on_signals():
@@ -259,8 +275,18 @@ def train(config: TrainConfig, *, resume: str | None = None) -> dict[str, Any]:
             here = attrs.evolve(
                 config.runner, log_dir=str(plan.path.parent), run_name=plan.path.name
             )
-            plan = plan_run_folder(attrs.evolve(config, runner=here), resume)
-            return _launch(config, resume, world, plan)
+            config = attrs.evolve(config, runner=here)  # its configs record where it is
+            plan = plan_run_folder(config, resume)
+            remove_temporaries(plan.path / "checkpoints")  # ours alone, under the lock
+            if ckpt is not None:
+                note_resume(ckpt, config, plan.path)
+                if plan.resumed_from is not None:
+                    check_run_config(plan.path / "config.json")
+            try:
+                return _launch(config, resume, world, plan)
+            except KeyboardInterrupt as e:  # Ctrl-C: say where a resume starts and what is lost
+                e.args = (f"{e}; {interrupted_note(plan.path)}",)
+                raise
         finally:
             lock.release()
 

@@ -9,6 +9,7 @@
     unilab play logs/rsl_rl/go1_velocity/RUN/model_1000.pt --task go1-velocity-flat
     unilab eval runs/go1-velocity-flat_ppo_*/ --num-envs 4096 --device cuda --json eval.json
     unilab export runs/cartpole-balance_ppo_*/ policy.onnx
+    unilab upgrade-checkpoint runs/old_run/ --trust
     unilab list
     unilab robots get go1 g1
 
@@ -34,11 +35,10 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from ._algorithms import ALGORITHMS
-from ._config import PRESETS, TrainConfig, make_config
-from ._envs import check_builtin_task, import_modules
-from ._overrides import apply_overrides
+from ._commandline import build_config
+from ._config import PRESETS
+from ._envs import check_builtin_task, check_named_imports, import_modules
 from ._robots import add_robots_parser, check_robot_files, robots_command
-from ._task_defaults import task_defaults
 
 __all__ = ["build_config", "main"]
 
@@ -56,11 +56,10 @@ def _parser() -> argparse.ArgumentParser:
     t.add_argument("task", help="task name (see `unilab list`)")
     t.add_argument(
         "--algo",
-        default="ppo",
         help=f"{', '.join(ALGORITHMS)}, or one that a module of runner.imports registers "
-        "(unilab_integration.register_algorithm); default ppo",
+        "(unilab_integration.register_algorithm); default ppo (on --resume: the run's)",
     )
-    t.add_argument("--preset", choices=PRESETS, default="default")
+    t.add_argument("--preset", choices=PRESETS, help="default: 'default' (on --resume: the run's)")
     where = t.add_mutually_exclusive_group()
     where.add_argument("--gpus", help="'all' or GPU indices like 0,1 (one worker each)")
     where.add_argument("--cpu-workers", type=int, help="N CPU worker processes (gloo)")
@@ -86,7 +85,11 @@ def _parser() -> argparse.ArgumentParser:
     t.add_argument(
         "--until-solved", action="store_true", help="stop at the task's success threshold"
     )
-    t.add_argument("--resume", help="checkpoint file or run folder to continue from")
+    t.add_argument(
+        "--resume",
+        help="checkpoint file or run folder to continue from, with its run's config (the "
+        "flags and --set given here apply on top)",
+    )
     t.add_argument("--teacher", help="PPO checkpoint of the teacher (--algo distill)")
     t.add_argument("--log-dir", help="parent folder of run folders (default runs/)")
     t.add_argument(
@@ -115,6 +118,7 @@ def _parser() -> argparse.ArgumentParser:
         help="override any config field, e.g. algo.learning_rate=3e-4 (repeatable)",
     )
     t.add_argument("--print-config", action="store_true", help="print the config and exit")
+    _import_flag(t)
 
     pl = sub.add_parser("play", help="evaluate a checkpoint for N episodes, or watch it")
     pl.add_argument("checkpoint")
@@ -158,6 +162,7 @@ def _parser() -> argparse.ArgumentParser:
         action=argparse.BooleanOptionalAction,
         help="episodes done / requested on one updating line (default: when stderr is a terminal)",
     )
+    _import_flag(pl)
 
     ev = sub.add_parser(
         "eval", help="velocity-tracking metrics of a checkpoint over the full command range"
@@ -175,6 +180,7 @@ def _parser() -> argparse.ArgumentParser:
         help="unilab_envs.make overrides, e.g. '{\"episode_length_s\": 5}'",
     )
     ev.add_argument("--json", metavar="OUT.json", help="also write the metrics as JSON")
+    _import_flag(ev)
 
     e = sub.add_parser(
         "export",
@@ -183,59 +189,34 @@ def _parser() -> argparse.ArgumentParser:
     e.add_argument("checkpoint")
     e.add_argument("out")
     e.add_argument("--opset", type=int)
+    _import_flag(e)
+
+    u = sub.add_parser(
+        "upgrade-checkpoint",
+        help="rewrite version-1 checkpoints as plain data (unpickles them: trusted files only)",
+    )
+    u.add_argument("checkpoint", help="a checkpoint file, or a run or checkpoints folder")
+    u.add_argument(
+        "--trust",
+        action="store_true",
+        help="you trust the files' source: reading a version-1 file runs any code it names",
+    )
 
     sub.add_parser("list", help="list tasks, algorithms and presets")
     add_robots_parser(sub)
     return p
 
 
-def build_config(args: argparse.Namespace) -> TrainConfig:
-    """The TrainConfig of parsed `unilab train` arguments (flags first, then --set overrides).
-
-    A task without registered defaults whose run names `runner.imports` is composed after
-    importing them (they may register it with `register_task_defaults`)."""
-    if args.num_envs is not None and args.env_scope is None:
-        # The environment budget's scope is never implied (docs/semantics.md).
-        raise ValueError(
-            "--num-envs needs --env-scope: per-rank (every rank runs N environments, W*N in "
-            "total, as MJLab/RSL-RL) or global (N in total, split across ranks)"
-        )
-    flags = {
-        "launch.gpus": args.gpus,
-        "launch.cpu_workers": args.cpu_workers,
-        "launch.hosts": args.hosts,
-        "launch.timeout": args.timeout,
-        "env.num_envs": args.num_envs,
-        "env.scope": args.env_scope,
-        "runner.seed": args.seed,
-        "runner.iterations": args.iterations,
-        "runner.env_steps": args.env_steps,
-        "runner.teacher": args.teacher,
-        "runner.log_dir": args.log_dir,
-        "runner.run_name": args.run_name,
-        "runner.save_interval": args.save_interval,
-        "runner.eval_interval": args.eval_interval,
-    }
-    items = [f"{k}={json.dumps(v)}" for k, v in flags.items() if v is not None]
-    if args.until_solved:
-        items.append("runner.until_solved=true")
-    if args.no_progress:
-        items.append("runner.progress=false")
-    if args.loggers is not None:
-        names = [name.strip() for name in args.loggers.split(",") if name.strip()]
-        items.append(f"runner.loggers={json.dumps(names)}")
-    items = [*items, *args.set]
-    imports = [i for i in items if i.partition("=")[0].strip() == "runner.imports"]
-    if imports and args.algo not in ALGORITHMS:
-        # a module of runner.imports may register the algorithm: import it before composing
-        probe = apply_overrides(make_config(args.task, "ppo", preset=args.preset), imports)
-        import_modules(probe.runner.imports)
-    cfg = apply_overrides(make_config(args.task, args.algo, preset=args.preset), items)
-    if cfg.runner.imports and task_defaults(args.task) is None:
-        # a module of runner.imports may register the task with its defaults: compose again
-        import_modules(cfg.runner.imports)
-        cfg = apply_overrides(make_config(args.task, args.algo, preset=args.preset), items)
-    return cfg
+def _import_flag(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--import",
+        dest="imports",
+        action="append",
+        default=[],
+        metavar="MODULE",
+        help="import this module first (a custom task or algorithm; repeatable); a saved "
+        "config's runner.imports are imported only when named here",
+    )
 
 
 def _list() -> None:
@@ -255,7 +236,9 @@ def _list() -> None:
 
 
 def _train(args: argparse.Namespace) -> int:
-    if not any(item.partition("=")[0].strip().startswith("runner.imports") for item in args.set):
+    if not args.imports and not any(
+        item.partition("=")[0].strip().startswith("runner.imports") for item in args.set
+    ):
         check_builtin_task(args.task)  # before make_config imports the algorithms (torch)
         if not args.print_config:
             check_robot_files(args.task, args.hosts)
@@ -439,9 +422,31 @@ def _env_output() -> None:
 
 
 def _policy_checkpoint(args: argparse.Namespace) -> dict:
+    """The checkpoint that play, eval or export read: the modules named with --import are
+    imported first, and a saved config that lists others is refused."""
     from ._mjlab_checkpoint import load_policy_checkpoint
 
-    return load_policy_checkpoint(args.checkpoint, task=args.task, device=args.device)
+    import_modules(args.imports)
+    device = getattr(args, "device", "cpu")
+    ckpt = load_policy_checkpoint(args.checkpoint, task=getattr(args, "task", None), device=device)
+    saved = ckpt["config"].get("runner", {}).get("imports") or ()
+    check_named_imports(saved, args.imports, ckpt["path"])
+    return ckpt
+
+
+def _upgrade(args: argparse.Namespace) -> int:
+    from ._upgrade import upgrade_checkpoint, upgrade_targets
+
+    files = upgrade_targets(args.checkpoint)
+    if not args.trust:
+        raise ValueError(
+            f"reading a version-1 checkpoint unpickles it, which runs any code the file names: "
+            f"give --trust if you trust the source of {args.checkpoint}"
+        )
+    for file in files:
+        done = upgrade_checkpoint(file)
+        print(f"{file}: {'upgraded to' if done else 'already'} checkpoint version 2")
+    return 0
 
 
 def _eval(args: argparse.Namespace) -> int:
@@ -475,7 +480,7 @@ def _eval(args: argparse.Namespace) -> int:
 def _export(args: argparse.Namespace) -> int:
     from ._policy import export_onnx, read_onnx_metadata
 
-    path = export_onnx(args.checkpoint, args.out, opset=args.opset)
+    path = export_onnx(_policy_checkpoint(args), args.out, opset=args.opset)
     meta = read_onnx_metadata(path)
     state = "".join(f", {n} [L, B, H]" for n in meta["inputs"][1:])
     bound = meta["action_bound"]
@@ -502,6 +507,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _eval(args)
         if args.command == "robots":
             return robots_command(args)
+        if args.command == "upgrade-checkpoint":
+            return _upgrade(args)
         return _export(args)
     except (ValueError, TypeError, FileNotFoundError) as e:  # CheckpointError is a ValueError
         print(f"unilab {args.command}: error: {e}", file=sys.stderr)

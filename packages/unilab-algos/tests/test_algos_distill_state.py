@@ -49,7 +49,7 @@ def _roundtrip(sd: dict) -> dict:
     buf = io.BytesIO()
     torch.save(sd, buf)
     buf.seek(0)
-    return torch.load(buf, weights_only=False)
+    return torch.load(buf, weights_only=True)
 
 
 @pytest.mark.parametrize("rnn", [None, "gru"])

@@ -249,7 +249,7 @@ def test_state_round_trip(distributional):
     torch.save(a.state_dict(include_replay=True), buf)
     buf.seek(0)
     b = _filled(seed=7, steps=1, distributional=distributional)
-    b.load_state_dict(torch.load(buf, weights_only=False))
+    b.load_state_dict(torch.load(buf, weights_only=True))
     assert (b.env_steps, b.critic_updates, b.actor_updates) == (5, 12, 6)
     sa, sb = flat_state(a), flat_state(b)
     assert all(torch.equal(sa[k], sb[k]) for k in sa)

@@ -52,7 +52,7 @@ def _roundtrip(sd: dict) -> dict:
     buf = io.BytesIO()
     torch.save(sd, buf)
     buf.seek(0)
-    return torch.load(buf, weights_only=False)
+    return torch.load(buf, weights_only=True)
 
 
 def _everything(ppo: PPO) -> dict[str, torch.Tensor]:

@@ -62,7 +62,7 @@ def test_restored_env_continues_bit_for_bit(name, kwargs, warm, steps):
 
     # the same env, rewound
     buf.seek(0)
-    state = torch.load(buf, weights_only=False)
+    state = torch.load(buf, weights_only=True)
     env.load_state_dict(state)
     _assert_same(first, _run(env, actions))
 

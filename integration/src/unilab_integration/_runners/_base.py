@@ -31,9 +31,11 @@ from .._checkpoint import (
     capture_rng,
     check_compatible,
     load_checkpoint,
+    plain_tensordict,
     prune_checkpoints,
     restore_rng,
     save_checkpoint,
+    tensordict_from_plain,
 )
 from .._config import TrainConfig
 from .._envs import make_env, success_threshold
@@ -199,6 +201,7 @@ class Runner:
                 self.run_dir,
                 total=self.budget,
                 initial=self.iteration,
+                initial_env_steps=self.env_steps_global,
                 sinks=cfg.loggers,
                 config=self.config,
                 progress=cfg.progress,
@@ -424,7 +427,7 @@ class Runner:
             "env_state": env_state,
             # a clone: the step's outputs are views of one byte buffer, whose size need not be
             # a multiple of 4, and torch.save of such a float view writes an unreadable file
-            "obs": self.obs.to("cpu").clone(),
+            "obs": plain_tensordict(self.obs),
             "curriculum": curriculum.state_dict() if curriculum is not None else None,
             "learner": _to_cpu(self.learner_state()),
         }
@@ -453,10 +456,7 @@ class Runner:
             self.logger.checkpoint(self.iteration, self.last_checkpoint)
         cfg = self.config.runner
         prune_checkpoints(
-            path.parent,
-            self.written,
-            keep=cfg.keep_checkpoints,
-            every=cfg.keep_every * cfg.save_interval,
+            path.parent, keep=cfg.keep_checkpoints, every=cfg.keep_every * cfg.save_interval
         )
         return self.last_checkpoint
 
@@ -509,7 +509,7 @@ class Runner:
             env_state = ckpt["env_state"][rank]
             if env_state is not None:
                 self.env.load_state_dict(env_state)
-                self.obs = ckpt["obs"][rank].to(self.device)
+                self.obs = tensordict_from_plain(ckpt["obs"][rank], self.device)
                 self.random_start = False
                 env_ok = True
         self._resume_message(ckpt, saved_w, same, env_ok, notes)

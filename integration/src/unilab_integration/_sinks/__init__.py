@@ -43,13 +43,16 @@ class RunInfo:
     """What a sink knows of its run: `run_dir` (the run folder), `config` (the session's
     `TrainConfig`, saved as its config.json; None outside `unilab train`), `total` (the
     iteration budget, None when unknown), `initial` (the iteration this session starts from:
-    0, or the resumed checkpoint's), `progress` (a live bar is wanted, `runner.progress`) and
-    `stream` (rank 0's stdout)."""
+    0, or the resumed checkpoint's), `initial_env_steps` (the global env steps at that
+    checkpoint), `progress` (a live bar is wanted, `runner.progress`) and `stream` (rank 0's
+    stdout). A sink of a resumed session (`initial` > 0) drops or marks what an earlier
+    session logged after that checkpoint: those iterations are run again."""
 
     run_dir: Path
     config: Any = None
     total: int | None = None
     initial: int = 0
+    initial_env_steps: int = 0
     progress: bool = True
     stream: TextIO = attrs.field(factory=lambda: sys.stdout)
 

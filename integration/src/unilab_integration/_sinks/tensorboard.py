@@ -1,4 +1,5 @@
-"""The "tensorboard" sink: RUN/tensorboard/ event files (a resume adds a new file)."""
+"""The "tensorboard" sink: RUN/tensorboard/ event files (a resume adds a new file, and purges the
+events an earlier session wrote after the resumed checkpoint: `purge_step`)."""
 
 from __future__ import annotations
 
@@ -16,7 +17,9 @@ class TensorBoardSink:
     def __init__(self, run: RunInfo) -> None:
         from torch.utils.tensorboard import SummaryWriter
 
-        self._writer = SummaryWriter(log_dir=str(run.run_dir / "tensorboard"))
+        # x axis: global env steps; a resumed session's first event is past the checkpoint's
+        purge = run.initial_env_steps + 1 if run.initial > 0 else None
+        self._writer = SummaryWriter(log_dir=str(run.run_dir / "tensorboard"), purge_step=purge)
 
     def log(self, iteration: int, metrics: Mapping[str, Any]) -> None:
         step = int(metrics.get("env_steps/global", iteration))

@@ -5,7 +5,9 @@
   `define_metric(step_metric=...)`: a resume that repeats iterations after a crash overlaps on
   the x axis, as TensorBoard's does, instead of being dropped as a non-increasing `step`).
 - Each checkpoint written: its path and iteration in the run summary (`checkpoint/path`,
-  `checkpoint/iteration`).
+  `checkpoint/iteration`). A resumed session notes where it resumed (`resume/iteration`,
+  `resume/env_steps` in the summary): the points past it on the x axis from an earlier
+  session are superseded.
 - RUN/wandb.json holds the W&B run id, project and entity; a session in a run folder that has
   one continues that W&B run (`resume="allow"`; the project and entity stay unless given).
 - W&B's own files go to $WANDB_DIR, else into the run folder (RUN/wandb/).
@@ -59,6 +61,9 @@ class WandbSink:
             self._run.config.update(config, allow_val_change=True)
         self._run.define_metric(STEP)
         self._run.define_metric("*", step_metric=STEP)
+        if run.initial > 0:
+            self._run.summary["resume/iteration"] = run.initial
+            self._run.summary["resume/env_steps"] = run.initial_env_steps
         record = {"id": self._run.id, "project": kwargs["project"], "entity": entity}
         tmp = record_file.with_name(record_file.name + ".tmp")
         tmp.write_text(json.dumps(record, indent=2) + "\n")
