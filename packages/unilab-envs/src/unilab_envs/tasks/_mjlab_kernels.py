@@ -16,6 +16,7 @@ from __future__ import annotations
 import warp as wp
 
 from unilab_envs._core.rng import world_rng
+from unilab_envs.mdp.frames import link_lin_vel_w
 from unilab_envs.tasks._velocity_kernels import base_quat
 
 STREAM_RESET = 110
@@ -148,14 +149,6 @@ def stage_ranges(
         if step >= stage_step[i]:
             r = stage[i]
     return r
-
-
-@wp.func
-def link_lin_vel_w(cvel: wp.spatial_vector, pos: wp.vec3, subtree_com: wp.vec3) -> wp.vec3:
-    # MJLab's compute_velocity_from_cvel: cvel is (angular, linear at the subtree com).
-    ang = wp.spatial_top(cvel)
-    lin = wp.spatial_bottom(cvel)
-    return lin - wp.cross(ang, subtree_com - pos)
 
 
 @wp.func
