@@ -31,11 +31,36 @@ def projected_gravity(w: int, k: int, s: EnvState) -> float:
     return gravity_b(w, s, s.root_body)[k]
 
 
-@term(size="joints")
+@wp.struct
+class JointPosParams:
+    """biased: 1 adds the simulated encoder bias (`EnvState.encoder_bias`)."""
+
+    biased: int
+
+
+@wp.struct
+class SensorParams:
+    """sensor: the sensor's `sensordata` address (`Sensors("name")`)."""
+
+    sensor: int
+
+
+@term(size="joints", defaults={"biased": 0})
 @wp.func
-def joint_pos_rel(w: int, k: int, s: EnvState) -> float:
-    """Joint positions minus the default pose (rad or m), action order."""
-    return s.qpos[w, s.joint_qadr[k]] - s.default_joint_pos[k]
+def joint_pos_rel(w: int, k: int, s: EnvState, p: JointPosParams) -> float:
+    """Joint positions minus the default pose (rad or m), action order; `biased`: plus the
+    encoder bias, as a real encoder reads."""
+    rel = s.qpos[w, s.joint_qadr[k]] - s.default_joint_pos[k]
+    if p.biased != 0:
+        rel = rel + s.encoder_bias[w, k]
+    return rel
+
+
+@term(size="sensor")
+@wp.func
+def builtin_sensor(w: int, k: int, s: EnvState, p: SensorParams) -> float:
+    """A MuJoCo sensor's values (e.g. an IMU's gyro or velocimeter)."""
+    return s.sensordata[w, p.sensor + k]
 
 
 @term(size="joints")

@@ -37,9 +37,10 @@ import warp as wp
 
 from unilab_envs._core.task import Capacity, Task, TaskContext, TaskSpec
 from unilab_envs.tasks import _mjlab_kernels as K
-from unilab_envs.tasks import robots
+from unilab_envs.tasks import mjlab_terms, robots
 from unilab_envs.tasks.robots import RobotConfig
 from unilab_envs.tasks.velocity import COMMAND_NAMES, joint_position_info, named_ids, robot_spec
+from unilab_envs.terms import CompiledTerms, Scene, robot_state
 from unilab_envs.terrain import (
     GridPattern,
     HeightScan,
@@ -320,13 +321,27 @@ class MjlabVelocityTask(Task):
                 episode_length_s=config.episode_length_s,
                 seed=config.terrain.seed,
             )
+        self._model: mujoco.MjModel | None = None
+        self.terms: CompiledTerms | None = None
+        dims = {"policy": 12 + 3 * j + n_scan, "critic": 12 + 3 * j + n_scan + 6 * f}
+        if config.terrain is None:
+            # flat: the observations, rewards and terminations are compiled terms
+            self._model = self.build_model()
+            feet = mjlab_terms.feet_params(config, self._host)
+            scene = Scene(
+                mjm=self._model, joint_names=robot.joint_names, num_actions=j, command_dim=3
+            )
+            self.terms = CompiledTerms(
+                scene,
+                observations=mjlab_terms.observations(config, f, feet),
+                rewards=mjlab_terms.rewards(config, feet),
+                terminations=mjlab_terms.terminations(config),
+            )
+            dims = self.terms.observation_dims
         self.spec = TaskSpec(
             name=name,
             action_dim=j,
-            observation_dims={
-                "policy": 12 + 3 * j + n_scan,
-                "critic": 12 + 3 * j + n_scan + 6 * f,
-            },
+            observation_dims=dims,
             decimation=config.decimation,
             physics_dt=config.physics_dt,
             max_episode_steps=config.max_episode_steps,
@@ -375,6 +390,8 @@ class MjlabVelocityTask(Task):
 
     # ------------------------------------------------------------------ host side
     def build_model(self) -> mujoco.MjModel:
+        if self._model is not None:
+            return self._model
         c = self.config
         spec = robot_spec(self.robot, floor=c.terrain is None)
         ground = "world"
@@ -421,6 +438,7 @@ class MjlabVelocityTask(Task):
     def _index(self, mjm: mujoco.MjModel) -> None:
         r, c, path = self.robot, self.config, self.robot.mjcf
         jids = named_ids(mjm, mujoco.mjtObj.mjOBJ_JOINT, r.joint_names, "joints", path)
+        self._jids = jids
         self._root = named_ids(mjm, mujoco.mjtObj.mjOBJ_BODY, [r.base_body], "bodies", path)[0]
         free = [
             i for i in range(mjm.njnt) if mjm.jnt_bodyid[i] == self._root and mjm.jnt_type[i] == 0
@@ -595,6 +613,13 @@ class MjlabVelocityTask(Task):
             (n, ng, c.self_collision_history if ng else 0), dtype=float, device=dev
         )
         self._bind_terrain(ctx)
+        if self.terms is not None:
+            state = robot_state(
+                ctx, self._jids, self.robot.default_pose, c.soft_joint_limit_factor, self._root,
+                self.command.view(float), self.encoder_bias,
+            )  # fmt: skip
+            arrays = {name: getattr(self, name) for name in mjlab_terms.TASK_ARRAYS}
+            self.terms.bind(state, n, dev, arrays)
         self.env_step = wp.zeros(1, dtype=wp.int32, device=dev)
         lo = wp.vec3(*(a for a, _ in c.foot_friction))
         hi = wp.vec3(*(b for _, b in c.foot_friction))
@@ -662,6 +687,9 @@ class MjlabVelocityTask(Task):
             policy.append(("height_scan", c.num_scan))
         critic = [*policy, ("foot_height", f), ("foot_air_time", f), ("foot_contact", f)]
         critic.append(("foot_contact_forces", 3 * f))
+        if self.terms is not None:  # flat: the layout of the term lists
+            layout = self.terms.layout
+            policy, critic = ([(t, size) for t, size, _ in layout[g]] for g in ("policy", "critic"))
         info = {
             **super().deployment_info(),
             **joint_position_info(r, self.build_model(), {"policy": policy, "critic": critic}),
@@ -768,6 +796,9 @@ class MjlabVelocityTask(Task):
     def evaluate(
         self, ctx: TaskContext, reward: wp.array, terminated: wp.array, log: wp.array
     ) -> None:
+        if self.terms is not None:
+            self.terms.evaluate(reward, terminated, ctx.time_out, log)
+            return
         a, d = self._a, ctx.data
         wp.launch(
             K.evaluate,
@@ -785,6 +816,9 @@ class MjlabVelocityTask(Task):
         )  # fmt: skip
 
     def observe(self, ctx: TaskContext, obs) -> None:
+        if self.terms is not None:
+            self.terms.observe(ctx.seed, ctx.rng_counter, obs)
+            return
         a, d = self._a, ctx.data
         if self._scan is not None:  # MJLab's sense(): the ray casts, after the forward
             self._ray_scene.refit(ctx.model, d)

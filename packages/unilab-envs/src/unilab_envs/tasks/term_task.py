@@ -23,7 +23,7 @@ from unilab_envs._core.task import Task, TaskContext, TaskSpec
 from unilab_envs.tasks._mjlab_kernels import apply_action
 from unilab_envs.tasks.robots import RobotConfig
 from unilab_envs.tasks.velocity import joint_position_info, named_ids, robot_spec
-from unilab_envs.terms import CompiledTerms, EnvState, Scene
+from unilab_envs.terms import CompiledTerms, Scene, robot_state
 from unilab_envs.terms.config import ObservationGroup, RewardTerm, TerminationTerm, closest
 
 __all__ = ["TermTask", "TermTaskConfig", "with_overrides"]
@@ -134,42 +134,23 @@ class TermTask(Task):
 
     def bind(self, ctx: TaskContext) -> None:
         mjm, r, c, dev, n = ctx.mjm, self.robot, self.config, ctx.device, ctx.num_envs
-        path = r.mjcf
-        jids = named_ids(mjm, mujoco.mjtObj.mjOBJ_JOINT, r.joint_names, "joints", path)
-        root = named_ids(mjm, mujoco.mjtObj.mjOBJ_BODY, [r.base_body], "bodies", path)[0]
-        free = [i for i in range(mjm.njnt) if mjm.jnt_bodyid[i] == root and mjm.jnt_type[i] == 0]
-        if not free:
-            raise ValueError(f"MJCF {path!r}: base body {r.base_body!r} has no free joint")
+        jids = named_ids(mjm, mujoco.mjtObj.mjOBJ_JOINT, r.joint_names, "joints", r.mjcf)
+        root = named_ids(mjm, mujoco.mjtObj.mjOBJ_BODY, [r.base_body], "bodies", r.mjcf)[0]
         act = [
             int(np.flatnonzero((mjm.actuator_trnid[:, 0] == j) & (mjm.actuator_trntype == 0))[0])
             for j in jids
         ]
-        rng = mjm.jnt_range[jids].astype(np.float64)
-        mid, half = rng.mean(axis=1), 0.5 * (rng[:, 1] - rng[:, 0]) * c.soft_joint_limit_factor
-
-        def arr(values, dtype=float):
-            return wp.array(np.asarray(values), dtype=dtype, device=dev)
-
-        self._qb, self._vb = int(mjm.jnt_qposadr[free[0]]), int(mjm.jnt_dofadr[free[0]])
-        self._act_id = arr(act, wp.int32)
-        self._scale = arr(np.asarray(r.per_joint("action_scale"), np.float32))
+        self._act_id = wp.array(np.asarray(act, np.int32), dtype=wp.int32, device=dev)
+        scale = np.asarray(r.per_joint("action_scale"), np.float32)
+        self._scale = wp.array(scale, dtype=float, device=dev)
         self._zero_bias = wp.zeros((n, r.num_joints), dtype=float, device=dev)
         self.command = wp.zeros((n, c.command_dim), dtype=float, device=dev)
-        d, s = ctx.data, EnvState()
-        s.qpos, s.qvel, s.xpos, s.xmat, s.cvel = d.qpos, d.qvel, d.xpos, d.xmat, d.cvel
-        s.subtree_com, s.site_xpos, s.sensordata = d.subtree_com, d.site_xpos, d.sensordata
-        s.action, s.last_action, s.episode_length = ctx.action, ctx.last_action, ctx.episode_length
-        s.command = self.command
-        s.joint_qadr = arr(mjm.jnt_qposadr[jids].astype(np.int32), wp.int32)
-        s.joint_dadr = arr(mjm.jnt_dofadr[jids].astype(np.int32), wp.int32)
-        s.default_joint_pos = arr(np.asarray(r.default_pose, np.float32))
-        s.soft_joint_lo = arr((mid - half).astype(np.float32))
-        s.soft_joint_hi = arr((mid + half).astype(np.float32))
-        s.root_body, s.root_qadr, s.root_dadr = root, self._qb, self._vb
-        s.step_dt, s.physics_dt = c.physics_dt * c.decimation, c.physics_dt
-        s.max_episode_steps = c.max_episode_steps
-        self.env_state = s
-        self.terms.bind(s, n, dev)
+        self.env_state = robot_state(
+            ctx, jids, r.default_pose, c.soft_joint_limit_factor, root, self.command,
+            self._zero_bias,
+        )  # fmt: skip
+        self._qb, self._vb = self.env_state.root_qadr, self.env_state.root_dadr
+        self.terms.bind(self.env_state, n, dev)
 
     def state_arrays(self) -> dict[str, wp.array]:
         return {"terms." + k: v for k, v in self.terms.state_arrays().items()}

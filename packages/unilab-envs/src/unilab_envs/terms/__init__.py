@@ -21,13 +21,16 @@ from unilab_envs.terms.config import GaussianNoise as GaussianNoise
 from unilab_envs.terms.config import Joints as Joints
 from unilab_envs.terms.config import ObservationGroup as ObservationGroup
 from unilab_envs.terms.config import ObservationTerm as ObservationTerm
+from unilab_envs.terms.config import Ref as Ref
 from unilab_envs.terms.config import RewardTerm as RewardTerm
+from unilab_envs.terms.config import Sensors as Sensors
 from unilab_envs.terms.config import Sites as Sites
 from unilab_envs.terms.config import TermFunction as TermFunction
 from unilab_envs.terms.config import TerminationTerm as TerminationTerm
 from unilab_envs.terms.config import UniformNoise as UniformNoise
 from unilab_envs.terms.config import term as term
 from unilab_envs.terms.state import EnvState as EnvState
+from unilab_envs.terms.state import robot_state as robot_state
 
 __all__ = [
     "Bodies",
@@ -37,11 +40,14 @@ __all__ = [
     "Joints",
     "ObservationGroup",
     "ObservationTerm",
+    "Ref",
     "RewardTerm",
     "Scene",
+    "Sensors",
     "Sites",
     "TermFunction",
     "TerminationTerm",
     "UniformNoise",
+    "robot_state",
     "term",
 ]

@@ -21,7 +21,8 @@ import warp as wp
 from unilab_envs._core.rng import world_rng
 from unilab_envs.terms.state import EnvState
 
-STREAM_OBS_NOISE = 120  # + group index
+# Observation noise: group g draws from stream STREAM_OBS_NOISE + 16 g, number w * D_g + k.
+STREAM_OBS_NOISE = 113
 
 
 @wp.struct
@@ -145,7 +146,7 @@ def observe_kernel(groups: Sequence[Sequence[tuple[Call, int]]]) -> Any:
             start += size
         lines += [
             f"    out_{g}[w, k] = post_process(v, post_{g}, seed, counter[0], w, k, {dim}, "
-            f"{STREAM_OBS_NOISE + g})"
+            f"{STREAM_OBS_NOISE + 16 * g})"
         ]
     return _build("observe_terms", _kernel("observe_terms", args, lines), calls, {})
 

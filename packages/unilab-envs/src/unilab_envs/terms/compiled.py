@@ -24,7 +24,9 @@ from unilab_envs.terms.config import (
     GaussianNoise,
     Joints,
     ObservationGroup,
+    Ref,
     RewardTerm,
+    Sensors,
     Sites,
     TermFunction,
     TerminationTerm,
@@ -36,8 +38,13 @@ from unilab_envs.terms.state import EnvState
 
 __all__ = ["CompiledTerms", "Scene"]
 
-_OBJ = {Bodies: mujoco.mjtObj.mjOBJ_BODY, Sites: mujoco.mjtObj.mjOBJ_SITE}
-_NOBJ = {Bodies: "nbody", Sites: "nsite"}
+_OBJ = {
+    Bodies: mujoco.mjtObj.mjOBJ_BODY,
+    Sites: mujoco.mjtObj.mjOBJ_SITE,
+    Sensors: mujoco.mjtObj.mjOBJ_SENSOR,
+}
+_NOBJ = {Bodies: "nbody", Sites: "nsite", Sensors: "nsensor"}
+_SELECTORS = (Joints, Bodies, Sites, Sensors)
 
 
 @attrs.frozen(kw_only=True)
@@ -56,6 +63,14 @@ class Scene:
         obj, count = _OBJ[type(selector)], getattr(self.mjm, _NOBJ[type(selector)])
         return [mujoco.mj_id2name(self.mjm, obj, i) or "" for i in range(count)]
 
+    def ids(self, selector: Any) -> list[int]:
+        """The selected joints' indices (action order), bodies' or sites' ids, or sensors'
+        `sensordata` addresses."""
+        ids = selector.select(self.names(selector))
+        if isinstance(selector, Sensors):
+            return [int(self.mjm.sensor_adr[i]) for i in ids]
+        return ids
+
     def count(self, size: int | str, params: Mapping[str, Any], label: str) -> int:
         if isinstance(size, int):
             return size
@@ -64,10 +79,13 @@ class Scene:
         if size in fixed:
             return fixed[size]
         value = params.get(size)
-        if isinstance(value, Joints | Bodies | Sites):
+        if isinstance(value, _SELECTORS):
             if isinstance(value.names, Mapping):
                 return len(self.joint_names)
-            return len(value.select(self.names(value)))
+            ids = value.select(self.names(value))
+            if isinstance(value, Sensors):
+                return int(sum(self.mjm.sensor_dim[i] for i in ids))
+            return len(ids)
         if isinstance(value, Sequence | np.ndarray) and not isinstance(value, str):
             return len(value)
         raise ValueError(
@@ -166,9 +184,17 @@ class CompiledTerms:
         return [*obs, *self._rewards, *(t for t, _ in self._terminations)]
 
     # ------------------------------------------------------------------ device side
-    def bind(self, state: EnvState, num_envs: int, device: Any) -> None:
-        """Resolve every parameter onto `device` and allocate the per-world term state."""
+    def bind(
+        self,
+        state: EnvState,
+        num_envs: int,
+        device: Any,
+        arrays: Mapping[str, wp.array] | None = None,
+    ) -> None:
+        """Resolve every parameter onto `device` (`Ref`s among the task's `arrays`) and
+        allocate the per-world term state."""
         self.state, self._device, self._n = state, device, num_envs
+        self._arrays = dict(arrays or {})
         self._structs: dict[str, Any] = {}
         self._state_arrays: dict[str, wp.array] = {}
         for t in self._all():
@@ -192,19 +218,29 @@ class CompiledTerms:
 
     def _resolve(self, t: _Term, field: str, typ: Any, value: Any) -> Any:
         label = f"{t.label}.{field}"
-        sel = value if isinstance(value, Joints | Bodies | Sites) else None
+        sel = value if isinstance(value, _SELECTORS) else None
+        if isinstance(value, Ref):
+            array = self._arrays.get(value.name)
+            if array is None:
+                raise closest(value.name, self._arrays, f"array (Ref) for {label}")
+            if not (array.ndim == typ.ndim and array.dtype == typ.dtype):
+                raise ValueError(
+                    f"{label}: Ref({value.name!r}) is {array.ndim}-d "
+                    f"{array.dtype.__name__}, the field {typ}"
+                )
+            return array
         if wp.types.is_array(typ):
             if sel is not None and isinstance(sel.names, Mapping):
                 data = sel.values(self.scene.names(sel))
             elif sel is not None:
-                data = sel.select(self.scene.names(sel))
+                data = self.scene.ids(sel)
             elif np.ndim(value) == 0:  # a scalar: the same value for every joint
                 data = np.full(len(self.scene.joint_names), value)
             else:
                 data = np.asarray(value)
             return wp.array(np.asarray(data), dtype=typ.dtype, device=self._device)
         if sel is not None:
-            ids = sel.select(self.scene.names(sel))
+            ids = self.scene.ids(sel)
             if len(ids) != 1:
                 raise ValueError(
                     f"{label}: an int parameter takes one element; {sel} gives {len(ids)}"

@@ -21,7 +21,9 @@ __all__ = [
     "Joints",
     "ObservationGroup",
     "ObservationTerm",
+    "Ref",
     "RewardTerm",
+    "Sensors",
     "Sites",
     "TermFunction",
     "TerminationTerm",
@@ -90,8 +92,9 @@ class _Names:
         return tuple(self.names)
 
     def select(self, candidates: Sequence[str]) -> list[int]:
-        """Indices into `candidates` matching any pattern (`re.fullmatch`), in candidate
-        order; ValueError naming a pattern that matches nothing."""
+        """Indices into `candidates` matching the patterns (`re.fullmatch`): pattern by pattern
+        (the given order), each pattern's hits in candidate order; ValueError naming a pattern
+        that matches nothing."""
         out = []
         for pattern in self.patterns():
             hits = [i for i, n in enumerate(candidates) if re.fullmatch(pattern, n)]
@@ -100,7 +103,7 @@ class _Names:
                 hint = f"; closest: {near}" if near else ""
                 raise ValueError(f"no {self.kind} matches {pattern!r}{hint}")
             out += hits
-        return sorted(dict.fromkeys(out))
+        return list(dict.fromkeys(out))
 
     def values(self, candidates: Sequence[str]) -> list[float]:
         """{regex: value} -> one value per candidate; each must match exactly one pattern."""
@@ -137,6 +140,21 @@ class Sites(_Names):
     """Model sites by name or regex, as `Bodies`."""
 
     kind = "site"
+
+
+class Sensors(_Names):
+    """Model sensors by name or regex: an int parameter gets the sensor's address in
+    `sensordata`, an int array parameter the addresses."""
+
+    kind = "sensor"
+
+
+@attrs.frozen
+class Ref:
+    """A per-world array the task owns, by name (e.g. a contact sensor's "air_time" [N, F]),
+    as an array parameter of a term; the task lists what it offers (`Task.term_arrays`)."""
+
+    name: str
 
 
 # ----------------------------------------------------------------------------- noise
