@@ -237,3 +237,25 @@ def test_parameters_by_name_pattern():
     wrong = with_overrides(config, {"rewards.upright.params.body": terms.Bodies("trunkk")})
     with pytest.raises(ValueError, match="no body matches 'trunkk'; closest: \\['trunk'\\]"):
         VecEnv(TermTask(robot, wrong, "t"), EnvConfig(num_envs=1, device="cpu"))
+
+
+def test_the_flat_mjlab_tasks_take_terms_of_the_user():
+    from unilab_envs import make_task
+    from unilab_envs.testing import mjlab_robot
+
+    mjlab_robot("go1")
+    own = make_task("go1-velocity-flat").spec
+    task = make_task(
+        "go1-velocity-flat",
+        rewards={
+            "foot_slip": None,
+            "energy": terms.RewardTerm(func=action_energy, weight=-1.0, params={"gain": 1.0}),
+        },
+        observations={"policy": {"command": None}},
+    )
+    assert task.spec.log_terms == (*(t for t in own.log_terms if t != "foot_slip"), "energy")
+    assert task.spec.observation_dims["policy"] == own.observation_dims["policy"] - 3
+    with pytest.raises(KeyError, match="did you mean 'foot_slip'"):
+        make_task("go1-velocity-flat", rewards={"foot_slp": None})
+    with pytest.raises(ValueError, match="rough tasks do not take terms of the user's yet"):
+        make_task("go1-velocity-rough", rewards={"foot_slip": None})

@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+import attrs
 import numpy as np
 
 from unilab_envs import mdp
@@ -22,6 +23,7 @@ from unilab_envs.terms import (
     TerminationTerm,
     UniformNoise,
 )
+from unilab_envs.terms.config import closest
 
 # Arrays of the task that the terms read and write, by `Ref` name.
 TASK_ARRAYS = ("air_time", "contact_time", "foot_height", "peak_height", "self_collision_force")
@@ -140,4 +142,34 @@ def feet_params(c: Any, host: Mapping[str, np.ndarray]) -> dict[str, Any]:
         "command_threshold": 0.0,
         "target": 0.0,
         "max_height": c.foot_height_max_distance,
+    }
+
+
+def _merge(own: Mapping[str, Any], user: Mapping[str, Any]) -> dict[str, Any]:
+    out = dict(own)
+    for name, value in user.items():
+        if value is None:
+            if name not in out:
+                raise closest(name, out, "term to remove")
+            del out[name]
+        else:
+            out[name] = value
+    return out
+
+
+def task_terms(c: Any, num_feet: int, feet: Mapping[str, Any]) -> dict[str, Any]:
+    """The task's observation groups, rewards and terminations with the config's own terms
+    (`rewards`, `observations`, `terminations`) merged in: the keyword arguments of
+    `CompiledTerms`."""
+    groups = observations(c, num_feet, feet)
+    unknown = set(c.observations) - set(groups)
+    if unknown:
+        raise closest(sorted(unknown)[0], groups, "observation group")
+    for name, extra in c.observations.items():
+        group = groups[name]
+        groups[name] = attrs.evolve(group, terms=_merge(group.terms, extra))
+    return {
+        "observations": groups,
+        "rewards": _merge(rewards(c, feet), c.rewards),
+        "terminations": _merge(terminations(c), c.terminations),
     }

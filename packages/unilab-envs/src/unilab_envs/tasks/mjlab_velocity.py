@@ -277,6 +277,12 @@ class MjlabVelocityConfig:
     # MuJoCo Warp's broadphase (`TaskSpec.broadphase`; None: MuJoCo Warp's choice, as MJLab's
     # SimulationCfg.broadphase=None)
     broadphase: str | None = None
+    # ---- terms of the user's (flat tasks): added to the task's own, replacing one of the
+    # same name; None removes one. {name: RewardTerm | None}, {group: {name: ObservationTerm |
+    # None}} (new terms go at the end of the group), {name: TerminationTerm | None}.
+    rewards: Mapping[str, Any] = attrs.field(factory=dict, converter=dict)
+    observations: Mapping[str, Mapping[str, Any]] = attrs.field(factory=dict, converter=dict)
+    terminations: Mapping[str, Any] = attrs.field(factory=dict, converter=dict)
 
     @property
     def num_scan(self) -> int:
@@ -324,6 +330,13 @@ class MjlabVelocityTask(Task):
         self._model: mujoco.MjModel | None = None
         self.terms: CompiledTerms | None = None
         dims = {"policy": 12 + 3 * j + n_scan, "critic": 12 + 3 * j + n_scan + 6 * f}
+        if config.terrain is not None and (
+            config.rewards or config.observations or config.terminations
+        ):
+            raise ValueError(
+                f"{name}: the rough tasks do not take terms of the user's yet (rewards, "
+                "observations, terminations); add them to a flat task"
+            )
         if config.terrain is None:
             # flat: the observations, rewards and terminations are compiled terms
             self._model = self.build_model()
@@ -331,12 +344,7 @@ class MjlabVelocityTask(Task):
             scene = Scene(
                 mjm=self._model, joint_names=robot.joint_names, num_actions=j, command_dim=3
             )
-            self.terms = CompiledTerms(
-                scene,
-                observations=mjlab_terms.observations(config, f, feet),
-                rewards=mjlab_terms.rewards(config, feet),
-                terminations=mjlab_terms.terminations(config),
-            )
+            self.terms = CompiledTerms(scene, **mjlab_terms.task_terms(config, f, feet))
             dims = self.terms.observation_dims
         self.spec = TaskSpec(
             name=name,
@@ -348,7 +356,7 @@ class MjlabVelocityTask(Task):
             success_threshold=0.6
             * (config.w_track_linear_velocity + config.w_track_angular_velocity)
             * config.episode_length_s,
-            log_terms=config.log_terms,
+            log_terms=config.log_terms if self.terms is None else self.terms.log_terms,
             capacity=Capacity(
                 nconmax=config.nconmax or robot.nconmax, njmax=config.njmax or robot.njmax
             ),
