@@ -239,7 +239,7 @@ def test_parameters_by_name_pattern():
         VecEnv(TermTask(robot, wrong, "t"), EnvConfig(num_envs=1, device="cpu"))
 
 
-def test_the_flat_mjlab_tasks_take_terms_of_the_user():
+def test_the_mjlab_tasks_take_terms_of_the_user():
     from unilab_envs import make_task
     from unilab_envs.testing import mjlab_robot
 
@@ -257,5 +257,5 @@ def test_the_flat_mjlab_tasks_take_terms_of_the_user():
     assert task.spec.observation_dims["policy"] == own.observation_dims["policy"] - 3
     with pytest.raises(KeyError, match="did you mean 'foot_slip'"):
         make_task("go1-velocity-flat", rewards={"foot_slp": None})
-    with pytest.raises(ValueError, match="rough tasks do not take terms of the user's yet"):
-        make_task("go1-velocity-rough", rewards={"foot_slip": None})
+    rough = make_task("go1-velocity-rough", rewards={"shank_collision": None}).spec.log_terms
+    assert "trunk_head_collision" in rough and "shank_collision" not in rough

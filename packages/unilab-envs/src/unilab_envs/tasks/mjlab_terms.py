@@ -1,6 +1,7 @@
 """MJLab 1.6.0's velocity MDP as term dicts over `unilab_envs.mdp` (velocity_env_cfg.py and
 config/{go1,g1}/env_cfgs.py): the observation groups, rewards and terminations of
-`{go1,g1}-velocity-flat`, from a `MjlabVelocityConfig` and the indices of its compiled model.
+`{go1,g1}-velocity-{flat,rough}`, from a `MjlabVelocityConfig` and the indices of its
+compiled model.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import attrs
 import numpy as np
 
 from unilab_envs import mdp
+from unilab_envs.mdp import terrain as ter
 from unilab_envs.mdp import velocity as vel
 from unilab_envs.terms import (
     Bodies,
@@ -25,7 +27,8 @@ from unilab_envs.terms import (
 )
 from unilab_envs.terms.config import closest
 
-# Arrays of the task that the terms read and write, by `Ref` name.
+# Arrays of the task that the terms read and write, by `Ref` name (rough: also "touch_force",
+# "scan_pnt", "scan_vec", "scan_dist", "scan_heights").
 TASK_ARRAYS = ("air_time", "contact_time", "foot_height", "peak_height", "self_collision_force")
 
 
@@ -40,7 +43,7 @@ def observations(c: Any, num_feet: int, feet: Mapping[str, Any]) -> dict[str, Ob
         def obs(func, noise: float = 0.0, **params) -> ObservationTerm:
             return ObservationTerm(func=func, params=params, noise=_noise(noise) if noisy else None)
 
-        return {
+        terms = {
             "base_lin_vel": obs(mdp.builtin_sensor, c.noise_lin_vel, sensor=Sensors(c.imu_velocimeter)),
             "base_ang_vel": obs(mdp.builtin_sensor, c.noise_ang_vel, sensor=Sensors(c.imu_gyro)),
             "projected_gravity": obs(mdp.projected_gravity, c.noise_gravity),
@@ -49,6 +52,13 @@ def observations(c: Any, num_feet: int, feet: Mapping[str, Any]) -> dict[str, Ob
             "actions": obs(mdp.last_action),
             "command": obs(mdp.generated_commands),
         }  # fmt: skip
+        if c.terrain is not None:  # (body z - hit z) / max_distance
+            terms["height_scan"] = ObservationTerm(
+                func=ter.height_scan, params={"heights": Ref("scan_heights")}, size=c.num_scan,
+                scale=1.0 / c.terrain_scan.max_distance,
+                noise=_noise(c.noise_height_scan) if noisy else None,
+            )  # fmt: skip
+        return terms
 
     critic = {
         **common(noisy=False),
@@ -67,7 +77,7 @@ def observations(c: Any, num_feet: int, feet: Mapping[str, Any]) -> dict[str, Ob
     }
 
 
-def rewards(c: Any, feet: Mapping[str, Any]) -> dict[str, RewardTerm]:
+def rewards(c: Any, feet: Mapping[str, Any], normal_idx: Any) -> dict[str, RewardTerm]:
     """MJLab's reward terms in its order (the terms of weight 0 are dropped when compiled)."""
 
     def foot(threshold: float, target: float = 0.0) -> dict[str, Any]:
@@ -77,6 +87,14 @@ def rewards(c: Any, feet: Mapping[str, Any]) -> dict[str, RewardTerm]:
         return RewardTerm(func=func, weight=weight, params=params)
 
     joints = np.asarray
+    upright = r(mdp.upright, c.w_upright, std=c.std_upright, body=Bodies(c.upright_body))
+    if c.terrain is not None and c.upright_terrain_normal:  # against the plane under the base
+        upright = r(
+            ter.upright_on_terrain, c.w_upright, std=c.std_upright, body=Bodies(c.upright_body),
+            pnt=Ref("scan_pnt"), vec=Ref("scan_vec"), dist=Ref("scan_dist"),
+            idx=normal_idx, max_distance=c.terrain_scan.max_distance,
+        )  # fmt: skip
+    shank, trunk_head = len(c.shank_geoms), len(c.shank_geoms) + len(c.trunk_head_geoms)
     return {
         "track_linear_velocity": r(
             mdp.track_linear_velocity, c.w_track_linear_velocity, std=c.std_track_linear_velocity
@@ -84,7 +102,7 @@ def rewards(c: Any, feet: Mapping[str, Any]) -> dict[str, RewardTerm]:
         "track_angular_velocity": r(
             mdp.track_angular_velocity, c.w_track_angular_velocity, std=c.std_track_angular_velocity
         ),
-        "upright": r(mdp.upright, c.w_upright, std=c.std_upright, body=Bodies(c.upright_body)),
+        "upright": upright,
         "pose": r(
             vel.variable_posture, c.w_pose,
             std_standing=joints(c.pose_std_standing), std_walking=joints(c.pose_std_walking),
@@ -115,18 +133,38 @@ def rewards(c: Any, feet: Mapping[str, Any]) -> dict[str, RewardTerm]:
             vel.self_collision_cost, c.w_self_collisions,
             history=Ref("self_collision_force"), force_threshold=c.self_collision_threshold,
         ),
+        "shank_collision": r(
+            ter.ground_contact_cost, c.w_shank_collision, touch=Ref("touch_force"), first=0,
+            last=shank, force_threshold=c.touch_force_threshold,
+        ),
+        "trunk_head_collision": r(
+            ter.ground_contact_cost, c.w_trunk_head_collision, touch=Ref("touch_force"),
+            first=shank, last=trunk_head, force_threshold=c.touch_force_threshold,
+        ),
     }  # fmt: skip
 
 
-def terminations(c: Any) -> dict[str, TerminationTerm]:
-    """fell_over (the time limit is the env's)."""
-    if not c.fell_over:
-        return {}
-    return {
-        "fell_over": TerminationTerm(
+def terminations(c: Any, bounds: tuple[float, float] | None) -> dict[str, TerminationTerm]:
+    """fell_over, rough: illegal_contact (thigh touches), out_of_terrain_bounds (a time-out
+    past `bounds`, the largest |x|, |y|); the time limit is the env's."""
+    out = {}
+    if c.fell_over:
+        out["fell_over"] = TerminationTerm(
             func=mdp.bad_orientation, params={"limit_angle": c.fell_over_limit_angle}
         )
-    }
+    if c.illegal_contact_geoms:
+        first = len(c.shank_geoms) + len(c.trunk_head_geoms)
+        params = {"touch": Ref("touch_force"), "first": first}
+        params["last"] = first + len(c.illegal_contact_geoms)
+        params["force_threshold"] = c.illegal_contact_threshold
+        out["illegal_contact"] = TerminationTerm(func=ter.illegal_contact, params=params)
+    if bounds is not None:
+        out["out_of_terrain_bounds"] = TerminationTerm(
+            func=ter.out_of_terrain_bounds,
+            params={"limit_x": bounds[0], "limit_y": bounds[1]},
+            time_out=True,
+        )
+    return out
 
 
 def feet_params(c: Any, host: Mapping[str, np.ndarray]) -> dict[str, Any]:
@@ -141,7 +179,10 @@ def feet_params(c: Any, host: Mapping[str, np.ndarray]) -> dict[str, Any]:
         "peak": Ref("peak_height"),
         "command_threshold": 0.0,
         "target": 0.0,
-        "max_height": c.foot_height_max_distance,
+        # flat (or no foot scan): the site height on the plane z = 0; else the scan's
+        "max_height": c.foot_height_max_distance
+        if c.terrain is None or c.foot_scan is None
+        else 0.0,
     }
 
 
@@ -157,7 +198,13 @@ def _merge(own: Mapping[str, Any], user: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def task_terms(c: Any, num_feet: int, feet: Mapping[str, Any]) -> dict[str, Any]:
+def task_terms(
+    c: Any,
+    num_feet: int,
+    feet: Mapping[str, Any],
+    normal_idx: Any = None,
+    bounds: tuple[float, float] | None = None,
+) -> dict[str, Any]:
     """The task's observation groups, rewards and terminations with the config's own terms
     (`rewards`, `observations`, `terminations`) merged in: the keyword arguments of
     `CompiledTerms`."""
@@ -170,6 +217,6 @@ def task_terms(c: Any, num_feet: int, feet: Mapping[str, Any]) -> dict[str, Any]
         groups[name] = attrs.evolve(group, terms=_merge(group.terms, extra))
     return {
         "observations": groups,
-        "rewards": _merge(rewards(c, feet), c.rewards),
-        "terminations": _merge(terminations(c), c.terminations),
+        "rewards": _merge(rewards(c, feet, normal_idx), c.rewards),
+        "terminations": _merge(terminations(c, bounds), c.terminations),
     }

@@ -111,6 +111,8 @@ class CompiledTerms:
     Attributes:
         observation_dims: {group: D}; layout: {group: [(term, size, scale), ...]}.
         log_terms: the reward terms with a non-zero weight, in config order (rows of `log`).
+        functions: {"<kind>.<name>" (observations: "observations.<group>.<name>"): the
+            term function's name} of every compiled term.
     """
 
     def __init__(
@@ -144,6 +146,7 @@ class CompiledTerms:
             (self._term("termination", f"t{i}", f"terminations.{n}", c.func, c.params), c)
             for i, (n, c) in enumerate(terminations.items())
         ]
+        self.functions = {t.label: t.function.name for t in self._all()}
         self.observation_dims = {
             name: sum(size for _, _, size in entries) for name, _, entries in self._groups
         }
