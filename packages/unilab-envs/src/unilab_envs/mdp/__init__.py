@@ -10,6 +10,7 @@ from typing import Any
 from unilab_envs.mdp import observations as _obs
 from unilab_envs.mdp import rewards as _rew
 from unilab_envs.mdp import terminations as _term
+from unilab_envs.mdp import terrain as _ter
 from unilab_envs.mdp import velocity as _vel
 from unilab_envs.mdp.observations import JointPosParams as JointPosParams
 from unilab_envs.mdp.observations import SensorParams as SensorParams
@@ -39,6 +40,15 @@ from unilab_envs.mdp.terminations import MinimumHeightParams as MinimumHeightPar
 from unilab_envs.mdp.terminations import bad_orientation as bad_orientation
 from unilab_envs.mdp.terminations import root_height_below_minimum as root_height_below_minimum
 from unilab_envs.mdp.terminations import time_out as time_out
+from unilab_envs.mdp.terrain import BoundsParams as BoundsParams
+from unilab_envs.mdp.terrain import ScanParams as ScanParams
+from unilab_envs.mdp.terrain import TerrainUprightParams as TerrainUprightParams
+from unilab_envs.mdp.terrain import TouchParams as TouchParams
+from unilab_envs.mdp.terrain import ground_contact_cost as ground_contact_cost
+from unilab_envs.mdp.terrain import height_scan as height_scan
+from unilab_envs.mdp.terrain import illegal_contact as illegal_contact
+from unilab_envs.mdp.terrain import out_of_terrain_bounds as out_of_terrain_bounds
+from unilab_envs.mdp.terrain import upright_on_terrain as upright_on_terrain
 from unilab_envs.mdp.velocity import BodyParams as BodyParams
 from unilab_envs.mdp.velocity import FootParams as FootParams
 from unilab_envs.mdp.velocity import ForceHistoryParams as ForceHistoryParams
@@ -64,6 +74,7 @@ _NAMES = {
         (_obs, ("base_lin_vel", "base_ang_vel", "projected_gravity", "joint_pos_rel",
                 "joint_vel_rel", "last_action", "generated_commands", "builtin_sensor")),
         (_vel, ("foot_height", "foot_air_time", "foot_contact", "foot_contact_forces")),
+        (_ter, ("height_scan",)),
     ),
     "reward": (
         (_rew, ("is_alive", "lin_vel_z_l2", "ang_vel_xy_l2", "flat_orientation_l2",
@@ -72,8 +83,12 @@ _NAMES = {
         (_vel, ("variable_posture", "body_angular_velocity_penalty", "angular_momentum_penalty",
                 "feet_clearance", "feet_swing_height", "feet_slip", "soft_landing",
                 "self_collision_cost")),
+        (_ter, ("upright_on_terrain", "ground_contact_cost")),
     ),
-    "termination": ((_term, ("time_out", "bad_orientation", "root_height_below_minimum")),),
+    "termination": (
+        (_term, ("time_out", "bad_orientation", "root_height_below_minimum")),
+        (_ter, ("illegal_contact", "out_of_terrain_bounds")),
+    ),
 }  # fmt: skip
 LIBRARY: dict[str, tuple[str, Any]] = {
     name: (kind, getattr(module, name))
@@ -93,15 +108,19 @@ def get(name: str) -> Any:
 __all__ = [
     "LIBRARY",
     "BodyParams",
+    "BoundsParams",
     "FootParams",
     "ForceHistoryParams",
     "JointPosParams",
     "LimitAngleParams",
     "MinimumHeightParams",
     "PostureParams",
+    "ScanParams",
     "SensorParams",
     "StdParams",
+    "TerrainUprightParams",
     "TimeParams",
+    "TouchParams",
     "UprightParams",
     "VectorSensorParams",
     *LIBRARY,
