@@ -259,3 +259,14 @@ def test_the_mjlab_tasks_take_terms_of_the_user():
         make_task("go1-velocity-flat", rewards={"foot_slp": None})
     rough = make_task("go1-velocity-rough", rewards={"shank_collision": None}).spec.log_terms
     assert "trunk_head_collision" in rough and "shank_collision" not in rough
+
+
+def test_an_mjlab_weight_changes_no_generated_kernel():
+    from unilab_envs import make_task
+    from unilab_envs.testing import mjlab_robot
+
+    mjlab_robot("go1")
+    a, b = make_task("go1-velocity-flat"), make_task("go1-velocity-flat", w_pose=3.0)
+    assert a.terms._evaluate is b.terms._evaluate and a.terms._observe is b.terms._observe
+    c = make_task("go1-velocity-flat", w_foot_slip=0.0)  # a removed term: another kernel
+    assert c.terms._evaluate is not a.terms._evaluate and "foot_slip" not in c.spec.log_terms
