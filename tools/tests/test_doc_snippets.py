@@ -23,11 +23,16 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 SIGNATURE = "<!-- signature -->"
 FENCE = re.compile(r"^```python[ \t]*\n(.*?)^```[ \t]*$", re.S | re.M)
-# exec each block under its own name, so a traceback says which file and line failed
+# exec each block under its own name, so a traceback says which file and line failed; each
+# block is also written to that (relative) path in the scratch folder, as a reader's pasted
+# script would be a file, so that code which reads its own source (warp's `@wp.func`) finds it
 DRIVER = """
-import json, sys
+import json, os, sys
 ns = {"__name__": "__main__"}
 for name, code in json.loads(sys.stdin.read()):
+    os.makedirs(os.path.dirname(name) or ".", exist_ok=True)
+    with open(name, "w") as f:
+        f.write(code)
     exec(compile(code, name, "exec"), ns)
 """
 

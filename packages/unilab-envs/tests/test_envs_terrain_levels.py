@@ -8,7 +8,7 @@ import pytest
 import torch
 import warp as wp
 
-from unilab_envs.tasks._mjlab_kernels import terrain_normal
+from unilab_envs.mdp.terrain import terrain_normal
 from unilab_envs.terrain import (
     FlatTerrain,
     PyramidStairsTerrain,
@@ -152,7 +152,7 @@ def test_rough_worlds_spawn_on_their_tile(rough_env):
 
 def test_leaving_the_terrain_is_a_time_out(rough_env):
     env = rough_env
-    lim = env.task._p.oob_x  # 2 rows * 4 m / 2 + 1 m border - 0.3 m margin
+    lim = env.task.terrain_bounds[0]  # 2 rows * 4 m / 2 + 1 m border - 0.3 m margin
     assert lim == pytest.approx(4.0 + 1.0 - 0.3)
     qpos = env.ctx.data.qpos.numpy().copy()
     qpos[0, 0] = lim + 0.5
@@ -190,7 +190,10 @@ def test_g1_rough_layout_steps_and_deployment_info():
     task = env.task
     assert env.mjm.body(task._scan_body).name == "pelvis"
     assert task._foot_scan.rays_per_frame == 7 and task._foot_scan.num_frames == 2
-    assert task._p.fell_over == 1 and task._p.upright_normal == 0 and task._p.touch_c == 0
+    funcs = task.terms.functions  # fell_over on, upright against gravity, no touch sensors
+    assert funcs["terminations.fell_over"] == "bad_orientation"
+    assert funcs["rewards.upright"] == "upright" and "terminations.illegal_contact" not in funcs
+    assert task.touch_force.shape[1] == 0
     env.reset()
     gen = torch.Generator().manual_seed(0)
     for _ in range(5):

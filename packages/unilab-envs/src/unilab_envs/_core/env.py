@@ -617,6 +617,8 @@ class VecEnv:
                     continue
                 if id(value) not in self._out.warp_views:
                     out[f"{prefix}.{name}"] = value
+        for name, value in sorted(self.task.state_arrays().items()):
+            out[f"task.{name}"] = value
         for field in attrs.fields(type(self.ctx)):
             value = getattr(self.ctx, field.name)
             if isinstance(value, wp.array) and value.size > 0:

@@ -285,6 +285,12 @@ class Task(abc.ABC):
             "action_bound": s.action_bound,
         }
 
+    def state_arrays(self) -> dict[str, wp.array]:
+        """Per-world state the task keeps outside its own attributes (e.g. term state inside
+        parameter structs), by a stable name: `VecEnv.state_dict` saves them as "task.<name>"
+        beside the task's warp-array attributes. Default: none."""
+        return {}
+
     def domain_randomization(self) -> DomainRandomization | None:
         """Default domain randomization for this task (None = none); overridable by the env."""
         return None

@@ -7,7 +7,9 @@ terms in the same order, the same command, rewards (weight x value x step_dt), t
 events and curricula; one task class, the robots and terrains differ only in
 `MjlabVelocityConfig` (rough: `terrain` set, with MJLab's terrain grid, height scans, terrain
 levels and out-of-bounds time-out). The term-by-term table, with every difference and its
-reason, is docs/envs-mjlab.md; the kernels are in `tasks/_mjlab_kernels.py`.
+reason, is docs/envs-mjlab.md; the observation, reward and termination terms are in
+`tasks/mjlab_terms.py`, the action, contact, command, reset and startup kernels in
+`tasks/_mjlab_kernels.py`.
 
 Action: float32 [N, J] (Go1 12, G1 29 joints), unbounded (`action_bound=None`, as MJLab's):
 joint target = default pose + scale * action - encoder bias.
@@ -37,9 +39,10 @@ import warp as wp
 
 from unilab_envs._core.task import Capacity, Task, TaskContext, TaskSpec
 from unilab_envs.tasks import _mjlab_kernels as K
-from unilab_envs.tasks import robots
+from unilab_envs.tasks import mjlab_terms, robots
 from unilab_envs.tasks.robots import RobotConfig
 from unilab_envs.tasks.velocity import COMMAND_NAMES, joint_position_info, named_ids, robot_spec
+from unilab_envs.terms import CompiledTerms, Scene, robot_state
 from unilab_envs.terrain import (
     GridPattern,
     HeightScan,
@@ -276,21 +279,17 @@ class MjlabVelocityConfig:
     # MuJoCo Warp's broadphase (`TaskSpec.broadphase`; None: MuJoCo Warp's choice, as MJLab's
     # SimulationCfg.broadphase=None)
     broadphase: str | None = None
+    # ---- terms of the user's: added to the task's own, replacing one of the
+    # same name; None removes one. {name: RewardTerm | None}, {group: {name: ObservationTerm |
+    # None}} (new terms go at the end of the group), {name: TerminationTerm | None}.
+    rewards: Mapping[str, Any] = attrs.field(factory=dict, converter=dict)
+    observations: Mapping[str, Mapping[str, Any]] = attrs.field(factory=dict, converter=dict)
+    terminations: Mapping[str, Any] = attrs.field(factory=dict, converter=dict)
 
     @property
     def num_scan(self) -> int:
         """Height-scan rays in the observations (0 on flat)."""
         return 0 if self.terrain is None else len(self.terrain_scan.offsets())
-
-    @property
-    def weights(self) -> tuple[float, ...]:
-        """The weight of each of `_mjlab_kernels.TERMS`, in that order."""
-        return tuple(getattr(self, "w_" + name) for name in K.TERMS)
-
-    @property
-    def log_terms(self) -> tuple[str, ...]:
-        """The terms with a non-zero weight (those MJLab computes), in MJLab's order."""
-        return tuple(name for name, w in zip(K.TERMS, self.weights, strict=True) if w != 0.0)
 
     @property
     def step_dt(self) -> float:
@@ -306,7 +305,7 @@ class MjlabVelocityTask(Task):
 
     def __init__(self, robot: RobotConfig, config: MjlabVelocityConfig, name: str) -> None:
         self.robot, self.config = robot, config
-        j, f, n_scan = robot.num_joints, len(config.foot_contacts), config.num_scan
+        j, f = robot.num_joints, len(config.foot_contacts)
         self.layout = None
         self.levels: TerrainLevels | None = None
         if config.terrain is not None:
@@ -320,20 +319,35 @@ class MjlabVelocityTask(Task):
                 episode_length_s=config.episode_length_s,
                 seed=config.terrain.seed,
             )
+        # the observations, rewards and terminations are compiled terms (tasks/mjlab_terms.py)
+        self._model: mujoco.MjModel | None = None
+        self._model = self.build_model()
+        # rough: out_of_terrain_bounds' largest |x|, |y| of the base (m), the grid and its
+        # border less the margin; None on flat
+        self.terrain_bounds: tuple[float, float] | None = None
+        if config.terrain is not None:
+            (ex, ey), border = self.layout.extent, config.terrain.border_width
+            margin = config.out_of_bounds_margin
+            self.terrain_bounds = (max(0.0, ex + border - margin), max(0.0, ey + border - margin))
+        feet = mjlab_terms.feet_params(config, self._host)
+        scene = Scene(mjm=self._model, joint_names=robot.joint_names, num_actions=j, command_dim=3)
+        self.terms = CompiledTerms(
+            scene,
+            **mjlab_terms.task_terms(
+                config, f, feet, self._host.get("normal_idx"), self.terrain_bounds
+            ),
+        )
         self.spec = TaskSpec(
             name=name,
             action_dim=j,
-            observation_dims={
-                "policy": 12 + 3 * j + n_scan,
-                "critic": 12 + 3 * j + n_scan + 6 * f,
-            },
+            observation_dims=self.terms.observation_dims,
             decimation=config.decimation,
             physics_dt=config.physics_dt,
             max_episode_steps=config.max_episode_steps,
             success_threshold=0.6
             * (config.w_track_linear_velocity + config.w_track_angular_velocity)
             * config.episode_length_s,
-            log_terms=config.log_terms,
+            log_terms=self.terms.log_terms,
             capacity=Capacity(
                 nconmax=config.nconmax or robot.nconmax, njmax=config.njmax or robot.njmax
             ),
@@ -375,6 +389,8 @@ class MjlabVelocityTask(Task):
 
     # ------------------------------------------------------------------ host side
     def build_model(self) -> mujoco.MjModel:
+        if self._model is not None:
+            return self._model
         c = self.config
         spec = robot_spec(self.robot, floor=c.terrain is None)
         ground = "world"
@@ -421,6 +437,7 @@ class MjlabVelocityTask(Task):
     def _index(self, mjm: mujoco.MjModel) -> None:
         r, c, path = self.robot, self.config, self.robot.mjcf
         jids = named_ids(mjm, mujoco.mjtObj.mjOBJ_JOINT, r.joint_names, "joints", path)
+        self._jids = jids
         self._root = named_ids(mjm, mujoco.mjtObj.mjOBJ_BODY, [r.base_body], "bodies", path)[0]
         free = [
             i for i in range(mjm.njnt) if mjm.jnt_bodyid[i] == self._root and mjm.jnt_type[i] == 0
@@ -503,24 +520,7 @@ class MjlabVelocityTask(Task):
             self._vb,
             self._root,
         )
-        p.upright_body, p.ang_vel_body = self._upright_body, self._ang_vel_body
         p.step_dt, p.physics_dt = c.step_dt, c.physics_dt
-        p.w = K.vec_terms(*c.weights)
-        rows = {name: i for i, name in enumerate(c.log_terms)}
-        p.log_row = K.vec_rows(*(rows.get(name, -1) for name in K.TERMS))
-        p.inv_var_lin = 1.0 / c.std_track_linear_velocity**2
-        p.inv_var_ang = 1.0 / c.std_track_angular_velocity**2
-        p.inv_var_upright = 1.0 / c.std_upright**2
-        p.walking_threshold, p.running_threshold = c.walking_threshold, c.running_threshold
-        p.clearance_target, p.clearance_cmd_threshold = (
-            c.foot_clearance_target,
-            c.foot_clearance_command_threshold,
-        )
-        p.swing_target, p.swing_cmd_threshold = c.foot_swing_target, c.foot_swing_command_threshold
-        p.slip_cmd_threshold = c.foot_slip_command_threshold
-        p.landing_cmd_threshold = c.soft_landing_command_threshold
-        p.cos_limit_angle = math.cos(c.fell_over_limit_angle)
-        p.height_max = c.foot_height_max_distance
         p.resample_lo, p.resample_hi = c.resampling_time_range
         p.rel_standing, p.rel_heading, p.rel_forward = (
             c.rel_standing_envs,
@@ -536,35 +536,7 @@ class MjlabVelocityTask(Task):
         p.init_z = r.init_height
         p.push_lo, p.push_hi = c.push_interval_s
         p.push_lin, p.push_ang = wp.vec3(*c.push_lin_vel), wp.vec3(*c.push_ang_vel)
-        p.noise = int(c.obs_noise)
-        p.noise_lin_vel, p.noise_ang_vel, p.noise_gravity = (
-            c.noise_lin_vel,
-            c.noise_ang_vel,
-            c.noise_gravity,
-        )
-        p.noise_joint_pos, p.noise_joint_vel = c.noise_joint_pos, c.noise_joint_vel
-        p.imu_gyro, p.imu_vel = self._imu
-        p.angmom_adr, p.self_force_adr = self._angmom, self._self_force
-        p.self_force_threshold = c.self_collision_threshold
-        rough = c.terrain is not None
-        p.nscan = c.num_scan
-        p.scan_max = c.terrain_scan.max_distance
-        p.scan_scale = 1.0 / c.terrain_scan.max_distance
-        p.noise_height_scan = c.noise_height_scan
-        p.foot_rays = int(rough and c.foot_scan is not None)
-        p.upright_normal = int(rough and c.upright_terrain_normal)
-        p.oob = int(rough)
-        if rough:
-            ex, ey = self.layout.extent
-            border = c.terrain.border_width
-            p.oob_x = max(0.0, ex + border - c.out_of_bounds_margin)
-            p.oob_y = max(0.0, ey + border - c.out_of_bounds_margin)
-        p.fell_over = int(c.fell_over)
-        p.touch_a = len(c.shank_geoms)
-        p.touch_b = p.touch_a + len(c.trunk_head_geoms)
-        p.touch_c = p.touch_b + len(c.illegal_contact_geoms)
-        p.touch_threshold = c.touch_force_threshold
-        p.illegal_threshold = c.illegal_contact_threshold
+        p.self_force_adr = self._self_force
         return p
 
     def bind(self, ctx: TaskContext) -> None:
@@ -595,6 +567,16 @@ class MjlabVelocityTask(Task):
             (n, ng, c.self_collision_history if ng else 0), dtype=float, device=dev
         )
         self._bind_terrain(ctx)
+        state = robot_state(
+            ctx, self._jids, self.robot.default_pose, c.soft_joint_limit_factor, self._root,
+            self.command.view(float), self.encoder_bias,
+        )  # fmt: skip
+        arrays = {name: getattr(self, name) for name in mjlab_terms.TASK_ARRAYS}
+        arrays["touch_force"] = self.touch_force
+        if self._scan is not None:
+            arrays["scan_pnt"], arrays["scan_vec"], arrays["scan_dist"] = self._scan_arrays[:3]
+            arrays["scan_heights"] = self._scan_arrays[3]
+        self.terms.bind(state, n, dev, arrays)
         self.env_step = wp.zeros(1, dtype=wp.int32, device=dev)
         lo = wp.vec3(*(a for a, _ in c.foot_friction))
         hi = wp.vec3(*(b for _, b in c.foot_friction))
@@ -655,21 +637,16 @@ class MjlabVelocityTask(Task):
         scale * action; the encoder bias is the simulated sensor's error, not part of it), the
         PD gains of the compiled model's actuators, the observation terms in MJLab's order and
         the twist command's ranges (first and last `command_stages`)."""
-        r, c, j, f = self.robot, self.config, self.robot.num_joints, len(self.config.foot_contacts)
-        policy = [("base_lin_vel", 3), ("base_ang_vel", 3), ("projected_gravity", 3)]
-        policy += [("joint_pos", j), ("joint_vel", j), ("actions", j), ("command", 3)]
-        if c.num_scan:
-            policy.append(("height_scan", c.num_scan))
-        critic = [*policy, ("foot_height", f), ("foot_air_time", f), ("foot_contact", f)]
-        critic.append(("foot_contact_forces", 3 * f))
+        r, c = self.robot, self.config
+        layout = self.terms.layout  # the observation terms in the order they are written
+        policy, critic = ([(t, size) for t, size, _ in layout[g]] for g in ("policy", "critic"))
         info = {
             **super().deployment_info(),
             **joint_position_info(r, self.build_model(), {"policy": policy, "critic": critic}),
         }
-        for group in info["observations"].values():
-            for term in group:
-                if term["name"] == "height_scan":  # (body z - hit z) / max_distance
-                    term["scale"] = 1.0 / c.terrain_scan.max_distance
+        for g, terms in info["observations"].items():  # the terms' scales (height_scan's)
+            for term, (_, _, scale) in zip(terms, layout[g], strict=True):
+                term["scale"] = float(scale)
 
         def ranges(stage: tuple) -> dict[str, list[float]]:
             _, x, z = stage
@@ -768,42 +745,17 @@ class MjlabVelocityTask(Task):
     def evaluate(
         self, ctx: TaskContext, reward: wp.array, terminated: wp.array, log: wp.array
     ) -> None:
-        a, d = self._a, ctx.data
-        wp.launch(
-            K.evaluate,
-            dim=ctx.num_envs,
-            inputs=[
-                self._p, d.qpos, d.xpos, d.xmat, d.cvel, d.subtree_com, d.site_xpos, d.sensordata,
-                ctx.action, ctx.last_action, self.command, a["qadr"], a["default"], a["soft_lo"],
-                a["soft_hi"], a["std_stand"], a["std_walk"], a["std_run"], a["foot_site"],
-                a["foot_body"], a["found_adr"], a["force_adr"], self.contact_time, self.foot_height,
-                self.self_collision_force, self.touch_force, *self._scan_arrays[:3],
-                a["normal_idx"],
-            ],
-            outputs=[self.peak_height, reward, terminated, ctx.time_out, log],
-            device=ctx.device,
-        )  # fmt: skip
+        self.terms.evaluate(reward, terminated, ctx.time_out, log)
 
     def observe(self, ctx: TaskContext, obs) -> None:
-        a, d = self._a, ctx.data
+        d = ctx.data
         if self._scan is not None:  # MJLab's sense(): the ray casts, after the forward
             self._ray_scene.refit(ctx.model, d)
             self._scan.cast(ctx.model, d)
         if self._foot_scan is not None:
             self._foot_scan.cast(ctx.model, d)
             self._foot_scan.clearance(d, self.foot_height)
-        wp.launch(
-            K.observe,
-            dim=(ctx.num_envs, self.spec.observation_dims["policy"]),
-            inputs=[
-                ctx.seed, ctx.rng_counter, self._p, d.qpos, d.qvel, d.xmat, d.site_xpos,
-                d.sensordata, ctx.action, ctx.episode_length, self.command, a["qadr"], a["dadr"],
-                a["default"], self.encoder_bias, a["foot_site"], a["found_adr"], a["force_adr"],
-                self.air_time, self._scan_arrays[3],
-            ],
-            outputs=[self.foot_height, obs["policy"], obs["critic"]],
-            device=ctx.device,
-        )  # fmt: skip
+        self.terms.observe(ctx.seed, ctx.rng_counter, obs)
 
     def reset_worlds(self, ctx: TaskContext, mask: wp.array) -> None:
         a, d = self._a, ctx.data

@@ -1,0 +1,128 @@
+"""The library of terms (MJLab 1.6.0's names): `warp.func`s over `unilab_envs.terms.EnvState`
+for observations, rewards and terminations. `get(name)` finds one by name; `LIBRARY` lists
+them as {name: (kind, function)}.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from unilab_envs.mdp import observations as _obs
+from unilab_envs.mdp import rewards as _rew
+from unilab_envs.mdp import terminations as _term
+from unilab_envs.mdp import terrain as _ter
+from unilab_envs.mdp import velocity as _vel
+from unilab_envs.mdp.observations import JointPosParams as JointPosParams
+from unilab_envs.mdp.observations import SensorParams as SensorParams
+from unilab_envs.mdp.observations import base_ang_vel as base_ang_vel
+from unilab_envs.mdp.observations import base_lin_vel as base_lin_vel
+from unilab_envs.mdp.observations import builtin_sensor as builtin_sensor
+from unilab_envs.mdp.observations import generated_commands as generated_commands
+from unilab_envs.mdp.observations import joint_pos_rel as joint_pos_rel
+from unilab_envs.mdp.observations import joint_vel_rel as joint_vel_rel
+from unilab_envs.mdp.observations import last_action as last_action
+from unilab_envs.mdp.observations import projected_gravity as projected_gravity
+from unilab_envs.mdp.rewards import StdParams as StdParams
+from unilab_envs.mdp.rewards import UprightParams as UprightParams
+from unilab_envs.mdp.rewards import action_l2 as action_l2
+from unilab_envs.mdp.rewards import action_rate_l2 as action_rate_l2
+from unilab_envs.mdp.rewards import ang_vel_xy_l2 as ang_vel_xy_l2
+from unilab_envs.mdp.rewards import flat_orientation_l2 as flat_orientation_l2
+from unilab_envs.mdp.rewards import is_alive as is_alive
+from unilab_envs.mdp.rewards import joint_pos_limits as joint_pos_limits
+from unilab_envs.mdp.rewards import joint_vel_l2 as joint_vel_l2
+from unilab_envs.mdp.rewards import lin_vel_z_l2 as lin_vel_z_l2
+from unilab_envs.mdp.rewards import track_angular_velocity as track_angular_velocity
+from unilab_envs.mdp.rewards import track_linear_velocity as track_linear_velocity
+from unilab_envs.mdp.rewards import upright as upright
+from unilab_envs.mdp.terminations import LimitAngleParams as LimitAngleParams
+from unilab_envs.mdp.terminations import MinimumHeightParams as MinimumHeightParams
+from unilab_envs.mdp.terminations import bad_orientation as bad_orientation
+from unilab_envs.mdp.terminations import root_height_below_minimum as root_height_below_minimum
+from unilab_envs.mdp.terminations import time_out as time_out
+from unilab_envs.mdp.terrain import BoundsParams as BoundsParams
+from unilab_envs.mdp.terrain import ScanParams as ScanParams
+from unilab_envs.mdp.terrain import TerrainUprightParams as TerrainUprightParams
+from unilab_envs.mdp.terrain import TouchParams as TouchParams
+from unilab_envs.mdp.terrain import ground_contact_cost as ground_contact_cost
+from unilab_envs.mdp.terrain import height_scan as height_scan
+from unilab_envs.mdp.terrain import illegal_contact as illegal_contact
+from unilab_envs.mdp.terrain import out_of_terrain_bounds as out_of_terrain_bounds
+from unilab_envs.mdp.terrain import upright_on_terrain as upright_on_terrain
+from unilab_envs.mdp.velocity import BodyParams as BodyParams
+from unilab_envs.mdp.velocity import FootParams as FootParams
+from unilab_envs.mdp.velocity import ForceHistoryParams as ForceHistoryParams
+from unilab_envs.mdp.velocity import PostureParams as PostureParams
+from unilab_envs.mdp.velocity import TimeParams as TimeParams
+from unilab_envs.mdp.velocity import VectorSensorParams as VectorSensorParams
+from unilab_envs.mdp.velocity import angular_momentum_penalty as angular_momentum_penalty
+from unilab_envs.mdp.velocity import body_angular_velocity_penalty as body_angular_velocity_penalty
+from unilab_envs.mdp.velocity import feet_clearance as feet_clearance
+from unilab_envs.mdp.velocity import feet_slip as feet_slip
+from unilab_envs.mdp.velocity import feet_swing_height as feet_swing_height
+from unilab_envs.mdp.velocity import foot_air_time as foot_air_time
+from unilab_envs.mdp.velocity import foot_contact as foot_contact
+from unilab_envs.mdp.velocity import foot_contact_forces as foot_contact_forces
+from unilab_envs.mdp.velocity import foot_height as foot_height
+from unilab_envs.mdp.velocity import self_collision_cost as self_collision_cost
+from unilab_envs.mdp.velocity import soft_landing as soft_landing
+from unilab_envs.mdp.velocity import variable_posture as variable_posture
+from unilab_envs.terms.config import closest
+
+_NAMES = {
+    "observation": (
+        (_obs, ("base_lin_vel", "base_ang_vel", "projected_gravity", "joint_pos_rel",
+                "joint_vel_rel", "last_action", "generated_commands", "builtin_sensor")),
+        (_vel, ("foot_height", "foot_air_time", "foot_contact", "foot_contact_forces")),
+        (_ter, ("height_scan",)),
+    ),
+    "reward": (
+        (_rew, ("is_alive", "lin_vel_z_l2", "ang_vel_xy_l2", "flat_orientation_l2",
+                "action_rate_l2", "action_l2", "joint_vel_l2", "joint_pos_limits",
+                "track_linear_velocity", "track_angular_velocity", "upright")),
+        (_vel, ("variable_posture", "body_angular_velocity_penalty", "angular_momentum_penalty",
+                "feet_clearance", "feet_swing_height", "feet_slip", "soft_landing",
+                "self_collision_cost")),
+        (_ter, ("upright_on_terrain", "ground_contact_cost")),
+    ),
+    "termination": (
+        (_term, ("time_out", "bad_orientation", "root_height_below_minimum")),
+        (_ter, ("illegal_contact", "out_of_terrain_bounds")),
+    ),
+}  # fmt: skip
+LIBRARY: dict[str, tuple[str, Any]] = {
+    name: (kind, getattr(module, name))
+    for kind, parts in _NAMES.items()
+    for module, names in parts
+    for name in names
+}
+
+
+def get(name: str) -> Any:
+    """The library term `name`; KeyError naming the closest names when there is none."""
+    if name not in LIBRARY:
+        raise closest(name, LIBRARY, "term")
+    return LIBRARY[name][1]
+
+
+__all__ = [
+    "LIBRARY",
+    "BodyParams",
+    "BoundsParams",
+    "FootParams",
+    "ForceHistoryParams",
+    "JointPosParams",
+    "LimitAngleParams",
+    "MinimumHeightParams",
+    "PostureParams",
+    "ScanParams",
+    "SensorParams",
+    "StdParams",
+    "TerrainUprightParams",
+    "TimeParams",
+    "TouchParams",
+    "UprightParams",
+    "VectorSensorParams",
+    *LIBRARY,
+    "get",
+]

@@ -1,0 +1,41 @@
+"""Termination terms (MJLab's names): `(w, s[, p]) -> bool`."""
+
+from __future__ import annotations
+
+import warp as wp
+
+from unilab_envs.mdp.frames import gravity_b
+from unilab_envs.terms.state import EnvState
+
+
+@wp.struct
+class LimitAngleParams:
+    """limit_angle: the largest tilt from upright (rad)."""
+
+    limit_angle: float
+
+
+@wp.struct
+class MinimumHeightParams:
+    """minimum_height: the lowest base height (m, world z)."""
+
+    minimum_height: float
+
+
+@wp.func
+def time_out(w: int, s: EnvState) -> bool:
+    """The episode reached its step limit (give it `time_out=True`)."""
+    return s.episode_length[w] >= s.max_episode_steps
+
+
+@wp.func
+def bad_orientation(w: int, s: EnvState, p: LimitAngleParams) -> bool:
+    """The base tilts more than `limit_angle` from upright."""
+    g = gravity_b(w, s, s.root_body)
+    return -g[2] < wp.cos(p.limit_angle)
+
+
+@wp.func
+def root_height_below_minimum(w: int, s: EnvState, p: MinimumHeightParams) -> bool:
+    """The base is lower than `minimum_height`."""
+    return s.xpos[w, s.root_body][2] < p.minimum_height

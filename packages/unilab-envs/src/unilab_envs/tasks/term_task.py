@@ -1,0 +1,199 @@
+"""`TermTask`: a floating-base robot's task composed of terms (`unilab_envs.terms`).
+
+The robot (`RobotConfig`) gives the model, the driven joints and the default pose; the config
+gives the observation groups, rewards and terminations as term dicts over the library
+(`unilab_envs.mdp`) or the user's own `warp.func`s. Action: float32 [N, J], unbounded, joint
+target = default pose + action_scale * action (MJLab's JointPositionAction). A reset puts the
+base at `robot.init_height` above the origin, upright, at rest, the joints at the default pose,
+and zeroes the terms' per-world state.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+import attrs
+import mujoco
+import numpy as np
+import warp as wp
+
+from unilab_envs._core.task import Task, TaskContext, TaskSpec
+from unilab_envs.tasks._mjlab_kernels import apply_action
+from unilab_envs.tasks.robots import RobotConfig
+from unilab_envs.tasks.velocity import joint_position_info, named_ids, robot_spec
+from unilab_envs.terms import CompiledTerms, Scene, robot_state
+from unilab_envs.terms.config import ObservationGroup, RewardTerm, TerminationTerm, closest
+
+__all__ = ["TermTask", "TermTaskConfig", "with_overrides"]
+
+
+@attrs.frozen(kw_only=True)
+class TermTaskConfig:
+    """A task as data: timing, the robot's soft joint limits, the command width and the term
+    dicts (MJLab's `ManagerBasedRlEnvCfg` fields of the same names)."""
+
+    decimation: int = 4
+    physics_dt: float = 0.005
+    episode_length_s: float = 20.0
+    soft_joint_limit_factor: float = 0.9
+    command_dim: int = 0
+    observations: Mapping[str, ObservationGroup] = attrs.field(factory=dict, converter=dict)
+    rewards: Mapping[str, RewardTerm] = attrs.field(factory=dict, converter=dict)
+    terminations: Mapping[str, TerminationTerm] = attrs.field(factory=dict, converter=dict)
+
+    @property
+    def max_episode_steps(self) -> int:
+        return math.ceil(self.episode_length_s / (self.physics_dt * self.decimation) - 1e-9)
+
+
+def with_overrides(config: TermTaskConfig, overrides: Mapping[str, Any]) -> TermTaskConfig:
+    """`config` with dotted overrides applied, e.g. {"rewards.action_rate_l2.weight": -0.2,
+    "rewards.upright.params.std": 0.3, "rewards.lin_vel_z": None (removes the term)}; an
+    unknown kind, term or field raises KeyError naming the closest names."""
+    for path, value in overrides.items():
+        kind, _, rest = path.partition(".")
+        if kind not in ("rewards", "terminations"):
+            raise closest(kind, ("rewards", "terminations"), "term kind")
+        terms = dict(getattr(config, kind))
+        name, _, field = rest.partition(".")
+        if name not in terms:
+            raise closest(name, terms, f"{kind[:-1]} term")
+        if value is None and not field:
+            del terms[name]
+        elif field.startswith("params."):
+            t = terms[name]
+            terms[name] = attrs.evolve(t, params={**t.params, field[7:]: value})
+        else:
+            known = [f.name for f in attrs.fields(type(terms[name])) if f.name != "func"]
+            if field not in known:
+                raise closest(field, known, f"field of {kind}.{name}")
+            terms[name] = attrs.evolve(terms[name], **{field: value})
+        config = attrs.evolve(config, **{kind: terms})
+    return config
+
+
+@wp.kernel
+def reset_pose(
+    mask: wp.array(dtype=wp.bool),
+    qb: int,
+    vb: int,
+    height: float,
+    qadr: wp.array(dtype=wp.int32),
+    q0: wp.array(dtype=float),
+    qpos: wp.array2d(dtype=float),
+    qvel: wp.array2d(dtype=float),
+):
+    w = wp.tid()
+    if not mask[w]:
+        return
+    for i in range(7):
+        qpos[w, qb + i] = 0.0
+    qpos[w, qb + 2] = height
+    qpos[w, qb + 3] = 1.0
+    for i in range(6):
+        qvel[w, vb + i] = 0.0
+    for j in range(qadr.shape[0]):
+        qpos[w, qadr[j]] = q0[j]
+
+
+class TermTask(Task):
+    """A robot task whose observations, rewards and terminations are compiled terms."""
+
+    def __init__(self, robot: RobotConfig, config: TermTaskConfig, name: str) -> None:
+        self.robot, self.config = robot, config
+        self._mjm = robot_spec(robot).compile()
+        scene = Scene(
+            mjm=self._mjm,
+            joint_names=robot.joint_names,
+            num_actions=robot.num_joints,
+            command_dim=config.command_dim,
+        )
+        self.terms = CompiledTerms(
+            scene,
+            observations=config.observations,
+            rewards=config.rewards,
+            terminations=config.terminations,
+        )
+        self.spec = TaskSpec(
+            name=name,
+            action_dim=robot.num_joints,
+            observation_dims=self.terms.observation_dims,
+            decimation=config.decimation,
+            physics_dt=config.physics_dt,
+            max_episode_steps=config.max_episode_steps,
+            success_threshold=math.inf,
+            log_terms=self.terms.log_terms,
+            forward_after_reset=True,
+            action_bound=None,
+        )
+
+    def build_model(self) -> mujoco.MjModel:
+        return self._mjm
+
+    def bind(self, ctx: TaskContext) -> None:
+        mjm, r, c, dev, n = ctx.mjm, self.robot, self.config, ctx.device, ctx.num_envs
+        jids = named_ids(mjm, mujoco.mjtObj.mjOBJ_JOINT, r.joint_names, "joints", r.mjcf)
+        root = named_ids(mjm, mujoco.mjtObj.mjOBJ_BODY, [r.base_body], "bodies", r.mjcf)[0]
+        act = [
+            int(np.flatnonzero((mjm.actuator_trnid[:, 0] == j) & (mjm.actuator_trntype == 0))[0])
+            for j in jids
+        ]
+        self._act_id = wp.array(np.asarray(act, np.int32), dtype=wp.int32, device=dev)
+        scale = np.asarray(r.per_joint("action_scale"), np.float32)
+        self._scale = wp.array(scale, dtype=float, device=dev)
+        self._zero_bias = wp.zeros((n, r.num_joints), dtype=float, device=dev)
+        self.command = wp.zeros((n, c.command_dim), dtype=float, device=dev)
+        self.env_state = robot_state(
+            ctx, jids, r.default_pose, c.soft_joint_limit_factor, root, self.command,
+            self._zero_bias,
+        )  # fmt: skip
+        self._qb, self._vb = self.env_state.root_qadr, self.env_state.root_dadr
+        self.terms.bind(self.env_state, n, dev)
+
+    def state_arrays(self) -> dict[str, wp.array]:
+        return {"terms." + k: v for k, v in self.terms.state_arrays().items()}
+
+    def deployment_info(self) -> dict[str, Any]:
+        """The joint-position action's facts and the observation layout of the term lists."""
+        layout = {g: [(t, size) for t, size, _ in terms] for g, terms in self.terms.layout.items()}
+        info = {**super().deployment_info(), **joint_position_info(self.robot, self._mjm, layout)}
+        for group, terms in self.terms.layout.items():
+            for entry, (_, _, scale) in zip(info["observations"][group], terms, strict=True):
+                entry["scale"] = float(scale)
+        return info
+
+    def apply_action(self, ctx: TaskContext) -> None:
+        s = self.env_state
+        wp.launch(
+            apply_action,
+            dim=(ctx.num_envs, self.robot.num_joints),
+            inputs=[ctx.action, self._act_id, s.default_joint_pos, self._scale, self._zero_bias],
+            outputs=[ctx.data.ctrl],
+            device=ctx.device,
+        )
+
+    def evaluate(self, ctx: TaskContext, reward, terminated, log) -> None:
+        self.terms.evaluate(reward, terminated, ctx.time_out, log)
+
+    def observe(self, ctx: TaskContext, obs) -> None:
+        self.terms.observe(ctx.seed, ctx.rng_counter, obs)
+
+    def reset_worlds(self, ctx: TaskContext, mask: wp.array) -> None:
+        s = self.env_state
+        wp.launch(
+            reset_pose,
+            dim=ctx.num_envs,
+            inputs=[
+                mask,
+                self._qb,
+                self._vb,
+                self.robot.init_height,
+                s.joint_qadr,
+                s.default_joint_pos,
+            ],
+            outputs=[ctx.data.qpos, ctx.data.qvel],
+            device=ctx.device,
+        )
+        self.terms.reset(mask)

@@ -1,0 +1,171 @@
+"""Code generation: a task's term lists unrolled into one warp kernel per hook.
+
+`evaluate` (every reward and termination term), `observe` (every group, one thread per world
+and column) and `reset_state` (the terms' per-world state) are each one launch, whatever the
+number of terms; a term removed from the config is absent from the generated source. Weights,
+parameters, scales, clips and noise ranges are kernel inputs (arrays and structs), so changing
+one recompiles nothing. The generated source is registered with `linecache`, so warp reads it
+as it reads a file, and kernels are cached per source and functions.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import linecache
+from collections.abc import Sequence
+from typing import Any
+
+import attrs
+import warp as wp
+
+from unilab_envs._core.rng import world_rng
+from unilab_envs.terms.state import EnvState
+
+# Observation noise: group g draws from stream STREAM_OBS_NOISE + 16 g, number w * D_g + k.
+STREAM_OBS_NOISE = 113
+
+
+@wp.struct
+class ObsPost:
+    """Per-column post-processing of one observation group ([D] each): noise kind (0 none,
+    1 uniform in [a, b], 2 Gaussian a + b * N(0, 1)), clip range, scale."""
+
+    noise_kind: wp.array(dtype=wp.int32)
+    noise_a: wp.array(dtype=float)
+    noise_b: wp.array(dtype=float)
+    clip_lo: wp.array(dtype=float)
+    clip_hi: wp.array(dtype=float)
+    scale: wp.array(dtype=float)
+    corrupt: int
+
+
+@wp.func
+def post_process(
+    v: float, post: ObsPost, seed: int, counter: int, w: int, k: int, d: int, stream: int
+) -> float:
+    # MJLab's order: noise (groups with enable_corruption), clip, scale.
+    x = v
+    kind = post.noise_kind[k]
+    if post.corrupt != 0 and kind != 0:
+        state = world_rng(seed, counter, w * d + k, stream)
+        if kind == 1:
+            x = x + wp.randf(state, post.noise_a[k], post.noise_b[k])
+        else:
+            x = x + post.noise_a[k] + post.noise_b[k] * wp.randn(state)
+    x = wp.clamp(x, post.clip_lo[k], post.clip_hi[k])
+    return x * post.scale[k]
+
+
+@wp.func
+def weighted(value: float, weight: float, dt: float) -> float:
+    # weight x value x step_dt; a non-finite product counts 0 (MJLab's nan_to_num).
+    x = weight * value * dt
+    if not wp.isfinite(x):
+        x = 0.0
+    return x
+
+
+@attrs.frozen
+class Call:
+    """One term in the generated source: its argument name `arg` ("p_<tag>"), its function
+    and parameter struct type (None: no parameters)."""
+
+    arg: str
+    func: Any
+    params: Any
+
+    def invoke(self, lead: str) -> str:
+        extra = f", {self.arg}" if self.params is not None else ""
+        return f"f_{self.arg[2:]}({lead}s{extra})"
+
+
+_KERNELS: dict[tuple, Any] = {}
+
+
+def _build(name: str, source: str, calls: Sequence[Call], extra: dict[str, Any]) -> Any:
+    key = (source, tuple(id(c.func) for c in calls), tuple(id(c.params) for c in calls))
+    kernel = _KERNELS.get(key)
+    if kernel is not None:
+        return kernel
+    digest = hashlib.sha1(source.encode()).hexdigest()[:12]
+    filename = f"<unilab-terms {name} {digest}>"
+    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+    scope: dict[str, Any] = {"wp": wp, "EnvState": EnvState, "ObsPost": ObsPost, **extra}
+    scope["post_process"], scope["weighted"] = post_process, weighted
+    for c in calls:
+        scope[f"f_{c.arg[2:]}"] = c.func
+        if c.params is not None:
+            scope[f"P_{c.arg[2:]}"] = c.params
+    exec(compile(source, filename, "exec"), scope)
+    kernel = _KERNELS[key] = scope[name]
+    return kernel
+
+
+def _param_args(calls: Sequence[Call]) -> list[str]:
+    return [f"{c.arg}: P_{c.arg[2:]}" for c in calls if c.params is not None]
+
+
+def evaluate_kernel(rewards: Sequence[Call], terminations: Sequence[tuple[Call, bool]]) -> Any:
+    """Kernel(s, p_*..., weights [R], reward [N], terminated [N], time_out [N], log [R, N]):
+    row i of `log` is reward i's weighted value; `time_out` is written only when a
+    termination term is a time-out."""
+    calls = [*rewards, *(c for c, _ in terminations)]
+    args = ["s: EnvState", *_param_args(calls), "weights: wp.array(dtype=float)"]
+    args += ["reward: wp.array(dtype=float)", "terminated: wp.array(dtype=wp.bool)"]
+    args += ["time_out: wp.array(dtype=wp.bool)", "log: wp.array2d(dtype=float)"]
+    lines = ["w = wp.tid()", "total = float(0.0)", "x = float(0.0)"]
+    for i, c in enumerate(rewards):
+        lines += [f"x = weighted({c.invoke('w, ')}, weights[{i}], s.step_dt)"]
+        lines += [f"log[{i}, w] = x", "total = total + x"]
+    lines += ["reward[w] = total", "term = False", "trunc = False"]
+    for c, is_time_out in terminations:
+        flag = "trunc" if is_time_out else "term"
+        lines += [f"if {c.invoke('w, ')}:", f"    {flag} = True"]
+    lines += ["terminated[w] = term"]
+    if any(t for _, t in terminations):
+        lines += ["time_out[w] = trunc"]
+    return _build("evaluate_terms", _kernel("evaluate_terms", args, lines), calls, {})
+
+
+def observe_kernel(groups: Sequence[Sequence[tuple[Call, int]]]) -> Any:
+    """Kernel(seed, counter, s, p_*..., then per group g: post_g, out_g [N, D_g]) over
+    (N, max D_g): column k of each group from the term that owns it."""
+    calls = [c for group in groups for c, _ in group]
+    args = ["seed: int", "counter: wp.array(dtype=wp.int32)", "s: EnvState"]
+    args += _param_args(calls)
+    lines = ["w, k = wp.tid()", "v = float(0.0)"]
+    for g, group in enumerate(groups):
+        args += [f"post_{g}: ObsPost", f"out_{g}: wp.array2d(dtype=float)"]
+        dim = sum(size for _, size in group)
+        lines += [f"if k < {dim}:"]
+        start = 0
+        for i, (c, size) in enumerate(group):
+            keyword = "if" if i == 0 else "elif"
+            lines += [f"    {keyword} k < {start + size}:"]
+            lines += [f"        v = {c.invoke(f'w, k - {start}, ')}"]
+            start += size
+        lines += [
+            f"    out_{g}[w, k] = post_process(v, post_{g}, seed, counter[0], w, k, {dim}, "
+            f"{STREAM_OBS_NOISE + 16 * g})"
+        ]
+    return _build("observe_terms", _kernel("observe_terms", args, lines), calls, {})
+
+
+def reset_kernel(stateful: Sequence[tuple[Call, Sequence[str]]]) -> Any:
+    """Kernel(mask [N], p_*...): zeroes the listed state fields of the masked worlds."""
+    calls = [c for c, _ in stateful]
+    args = ["mask: wp.array(dtype=wp.bool)", *_param_args(calls)]
+    lines = ["w = wp.tid()", "if mask[w]:"]
+    for c, fields in stateful:
+        for f in fields:
+            lines += [
+                f"    for i in range({c.arg}.{f}.shape[1]):",
+                f"        {c.arg}.{f}[w, i] = 0.0",
+            ]
+    return _build("reset_terms", _kernel("reset_terms", args, lines), calls, {})
+
+
+def _kernel(name: str, args: list[str], lines: list[str]) -> str:
+    head = f'@wp.kernel(module="unique")\ndef {name}(\n'
+    head += "".join(f"    {a},\n" for a in args) + "):\n"
+    return head + "".join(f"    {line}\n" for line in lines)

@@ -1,0 +1,330 @@
+"""`CompiledTerms`: a task's term configs checked, laid out and compiled into its step.
+
+Built once per task (`CompiledTerms(scene, observations=..., rewards=..., terminations=...)`):
+the signatures are checked, the observation layout and the log terms follow from the term
+lists, and the generated kernels are made (`terms/codegen.py`). `bind` resolves parameters into
+each term's struct on the env's device and allocates the terms' per-world state; `evaluate`,
+`observe` and `reset` are one launch each, capturable in the env's CUDA graph.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import attrs
+import mujoco
+import numpy as np
+import warp as wp
+
+from unilab_envs.terms import codegen
+from unilab_envs.terms.config import (
+    Bodies,
+    GaussianNoise,
+    Joints,
+    ObservationGroup,
+    Ref,
+    RewardTerm,
+    Sensors,
+    Sites,
+    TermFunction,
+    TerminationTerm,
+    UniformNoise,
+    closest,
+)
+from unilab_envs.terms.signature import params_struct
+from unilab_envs.terms.state import EnvState
+
+__all__ = ["CompiledTerms", "Scene"]
+
+_OBJ = {
+    Bodies: mujoco.mjtObj.mjOBJ_BODY,
+    Sites: mujoco.mjtObj.mjOBJ_SITE,
+    Sensors: mujoco.mjtObj.mjOBJ_SENSOR,
+}
+_NOBJ = {Bodies: "nbody", Sites: "nsite", Sensors: "nsensor"}
+_SELECTORS = (Joints, Bodies, Sites, Sensors)
+
+
+@attrs.frozen(kw_only=True)
+class Scene:
+    """What parameters and sizes resolve against: the compiled model, the driven joints in
+    action order, and the action and command widths."""
+
+    mjm: mujoco.MjModel = attrs.field(eq=False)
+    joint_names: tuple[str, ...] = attrs.field(converter=tuple)
+    num_actions: int
+    command_dim: int = 0
+
+    def names(self, selector: Any) -> list[str]:
+        if isinstance(selector, Joints):
+            return list(self.joint_names)
+        obj, count = _OBJ[type(selector)], getattr(self.mjm, _NOBJ[type(selector)])
+        return [mujoco.mj_id2name(self.mjm, obj, i) or "" for i in range(count)]
+
+    def ids(self, selector: Any) -> list[int]:
+        """The selected joints' indices (action order), bodies' or sites' ids, or sensors'
+        `sensordata` addresses."""
+        ids = selector.select(self.names(selector))
+        if isinstance(selector, Sensors):
+            return [int(self.mjm.sensor_adr[i]) for i in ids]
+        return ids
+
+    def count(self, size: int | str, params: Mapping[str, Any], label: str) -> int:
+        if isinstance(size, int):
+            return size
+        fixed = {"joints": len(self.joint_names), "actions": self.num_actions}
+        fixed["command"] = self.command_dim
+        if size in fixed:
+            return fixed[size]
+        value = params.get(size)
+        if isinstance(value, _SELECTORS):
+            if isinstance(value.names, Mapping):
+                return len(self.joint_names)
+            ids = value.select(self.names(value))
+            if isinstance(value, Sensors):
+                return int(sum(self.mjm.sensor_dim[i] for i in ids))
+            return len(ids)
+        if isinstance(value, Sequence | np.ndarray) and not isinstance(value, str):
+            return len(value)
+        raise ValueError(
+            f"{label}: size {size!r} is neither an int, 'joints', 'actions', 'command' nor the "
+            "name of a parameter given as a sequence or Joints/Bodies/Sites"
+        )
+
+
+@attrs.frozen
+class _Term:
+    """One term as compiled: where it sits in the config, its call and resolved params."""
+
+    label: str
+    function: TermFunction
+    call: codegen.Call
+    params: Mapping[str, Any]
+    state: Mapping[str, int]
+
+
+class CompiledTerms:
+    """A task's observation groups, rewards and terminations, compiled (see module doc).
+
+    Attributes:
+        observation_dims: {group: D}; layout: {group: [(term, size, scale), ...]}.
+        log_terms: the reward terms with a non-zero weight, in config order (rows of `log`).
+        functions: {"<kind>.<name>" (observations: "observations.<group>.<name>"): the
+            term function's name} of every compiled term.
+    """
+
+    def __init__(
+        self,
+        scene: Scene,
+        *,
+        observations: Mapping[str, ObservationGroup],
+        rewards: Mapping[str, RewardTerm],
+        terminations: Mapping[str, TerminationTerm],
+    ) -> None:
+        self.scene = scene
+        self._groups: list[tuple[str, ObservationGroup, list[tuple[_Term, Any, int]]]] = []
+        for g, (group_name, group) in enumerate(observations.items()):
+            entries = []
+            for i, (name, cfg) in enumerate(group.terms.items()):
+                label = f"observations.{group_name}.{name}"
+                t = self._term("observation", f"o{g}_{i}", label, cfg.func, cfg.params)
+                size = cfg.size if cfg.size is not None else cfg.func.size
+                if size is None:
+                    raise ValueError(f"{label}: give the term's size (ObservationTerm.size)")
+                entries.append((t, cfg, scene.count(size, t.params, label)))
+            self._groups.append((group_name, group, entries))
+        live = {n: r for n, r in rewards.items() if r.weight != 0.0}
+        self._rewards = [
+            self._term("reward", f"r{i}", f"rewards.{n}", r.func, r.params)
+            for i, (n, r) in enumerate(live.items())
+        ]
+        self._weights = np.asarray([r.weight for r in live.values()], np.float32)
+        self.log_terms = tuple(live)
+        self._terminations = [
+            (self._term("termination", f"t{i}", f"terminations.{n}", c.func, c.params), c)
+            for i, (n, c) in enumerate(terminations.items())
+        ]
+        self.functions = {t.label: t.function.name for t in self._all()}
+        self.observation_dims = {
+            name: sum(size for _, _, size in entries) for name, _, entries in self._groups
+        }
+        self.layout = {
+            name: [(t.label.rsplit(".", 1)[1], size, cfg.scale) for t, cfg, size in entries]
+            for name, _, entries in self._groups
+        }
+        self._evaluate = codegen.evaluate_kernel(
+            [t.call for t in self._rewards],
+            [(t.call, c.time_out) for t, c in self._terminations],
+        )
+        self._observe = None
+        if self._groups:
+            self._observe = codegen.observe_kernel(
+                [[(t.call, size) for t, _, size in entries] for _, _, entries in self._groups]
+            )
+        stateful = [t for t in self._all() if t.state]
+        self._reset = None
+        if stateful:
+            self._reset = codegen.reset_kernel([(t.call, tuple(t.state)) for t in stateful])
+
+    def _term(self, kind: str, tag: str, label: str, func: TermFunction, given) -> _Term:
+        struct = params_struct(kind, label, func)
+        params = {**func.defaults, **given}
+        fields = struct.vars if struct is not None else {}
+        extra = sorted(set(params) - set(fields) - set(func.defaults))
+        if extra:
+            raise ValueError(
+                f"{label}: {func.name} has no parameters {extra} (its parameters: "
+                f"{sorted(set(fields) - set(func.state)) or 'none'})"
+            )
+        state = {f: self.scene.count(s, params, label) for f, s in func.state.items()}
+        call = codegen.Call(f"p_{tag}", func.func, struct)
+        return _Term(label, func, call, params, state)
+
+    def _all(self) -> list[_Term]:
+        obs = [t for _, _, entries in self._groups for t, _, _ in entries]
+        return [*obs, *self._rewards, *(t for t, _ in self._terminations)]
+
+    # ------------------------------------------------------------------ device side
+    def bind(
+        self,
+        state: EnvState,
+        num_envs: int,
+        device: Any,
+        arrays: Mapping[str, wp.array] | None = None,
+    ) -> None:
+        """Resolve every parameter onto `device` (`Ref`s among the task's `arrays`) and
+        allocate the per-world term state."""
+        self.state, self._device, self._n = state, device, num_envs
+        self._arrays = dict(arrays or {})
+        self._structs: dict[str, Any] = {}
+        self._state_arrays: dict[str, wp.array] = {}
+        for t in self._all():
+            if t.call.params is None:
+                continue
+            p = t.call.params()
+            for field, var in t.call.params.vars.items():
+                if field in t.state:
+                    arr = wp.zeros((num_envs, t.state[field]), dtype=float, device=device)
+                    self._state_arrays[f"{t.label}.{field}"] = arr
+                    setattr(p, field, arr)
+                    continue
+                if field not in t.params:
+                    raise ValueError(
+                        f"{t.label}: parameter {field!r} of {t.function.name} is not given"
+                    )
+                setattr(p, field, self._resolve(t, field, var.type, t.params[field]))
+            self._structs[t.call.arg] = p
+        self._weights_wp = wp.array(self._weights, dtype=float, device=device)
+        self._posts = [self._post(g, entries) for _, g, entries in self._groups]
+
+    def _resolve(self, t: _Term, field: str, typ: Any, value: Any) -> Any:
+        label = f"{t.label}.{field}"
+        sel = value if isinstance(value, _SELECTORS) else None
+        if isinstance(value, Ref):
+            array = self._arrays.get(value.name)
+            if array is None:
+                raise closest(value.name, self._arrays, f"array (Ref) for {label}")
+            if not (array.ndim == typ.ndim and array.dtype == typ.dtype):
+                raise ValueError(
+                    f"{label}: Ref({value.name!r}) is {array.ndim}-d "
+                    f"{array.dtype.__name__}, the field {typ}"
+                )
+            return array
+        if wp.types.is_array(typ):
+            if sel is not None and isinstance(sel.names, Mapping):
+                data = sel.values(self.scene.names(sel))
+            elif sel is not None:
+                data = self.scene.ids(sel)
+            elif np.ndim(value) == 0:  # a scalar: the same value for every joint
+                data = np.full(len(self.scene.joint_names), value)
+            else:
+                data = np.asarray(value)
+            return wp.array(np.asarray(data), dtype=typ.dtype, device=self._device)
+        if sel is not None:
+            ids = self.scene.ids(sel)
+            if len(ids) != 1:
+                raise ValueError(
+                    f"{label}: an int parameter takes one element; {sel} gives {len(ids)}"
+                )
+            return ids[0]
+        if wp.types.type_is_vector(typ):
+            return typ(*value)
+        if typ in (int, wp.int32):
+            return int(value)
+        if typ in (float, wp.float32):
+            return float(value)
+        raise ValueError(f"{label}: parameters of type {typ} are not supported")
+
+    def _post(self, group: ObservationGroup, entries) -> codegen.ObsPost:
+        cols: dict[str, list] = {k: [] for k in ("kind", "a", "b", "lo", "hi", "scale")}
+        for _, cfg, size in entries:
+            noise = cfg.noise
+            kind, a, b = 0, 0.0, 0.0
+            if isinstance(noise, UniformNoise):
+                kind, a, b = 1, noise.n_min, noise.n_max
+            elif isinstance(noise, GaussianNoise):
+                kind, a, b = 2, noise.mean, noise.std
+            lo, hi = cfg.clip if cfg.clip is not None else (-math.inf, math.inf)
+            for key, v in zip(cols, (kind, a, b, lo, hi, cfg.scale), strict=True):
+                cols[key] += [v] * size
+        post, dev = codegen.ObsPost(), self._device
+        post.noise_kind = wp.array(np.asarray(cols["kind"], np.int32), dtype=wp.int32, device=dev)
+        for field, key in (("noise_a", "a"), ("noise_b", "b"), ("clip_lo", "lo")):
+            setattr(post, field, wp.array(np.asarray(cols[key], np.float32), device=dev))
+        post.clip_hi = wp.array(np.asarray(cols["hi"], np.float32), device=dev)
+        post.scale = wp.array(np.asarray(cols["scale"], np.float32), device=dev)
+        post.corrupt = int(group.enable_corruption)
+        return post
+
+    def _params(self, terms: Sequence[_Term]) -> list[Any]:
+        return [self._structs[t.call.arg] for t in terms if t.call.params is not None]
+
+    def evaluate(self, reward: wp.array, terminated: wp.array, time_out: wp.array, log) -> None:
+        terms = [*self._rewards, *(t for t, _ in self._terminations)]
+        wp.launch(
+            self._evaluate,
+            dim=self._n,
+            inputs=[self.state, *self._params(terms), self._weights_wp],
+            outputs=[reward, terminated, time_out, log],
+            device=self._device,
+        )
+
+    def observe(self, seed: int, counter: wp.array, obs: Mapping[str, wp.array]) -> None:
+        if self._observe is None:
+            return
+        terms = [t for _, _, entries in self._groups for t, _, _ in entries]
+        outs = []
+        for (name, _, _), post in zip(self._groups, self._posts, strict=True):
+            outs += [post, obs[name]]
+        wp.launch(
+            self._observe,
+            dim=(self._n, max(self.observation_dims.values())),
+            inputs=[seed, counter, self.state, *self._params(terms), *outs],
+            device=self._device,
+        )
+
+    def reset(self, mask: wp.array) -> None:
+        """Zero the per-world term state of the worlds in `mask` (one launch; none without
+        state)."""
+        if self._reset is None:
+            return
+        stateful = [t for t in self._all() if t.state]
+        inputs = [mask, *self._params(stateful)]
+        wp.launch(self._reset, dim=self._n, inputs=inputs, device=self._device)
+
+    # ------------------------------------------------------------------ host side
+    def state_arrays(self) -> dict[str, wp.array]:
+        """The terms' per-world state, by name "<kind>.<term>.<field>" (e.g.
+        "rewards.feet_swing_height.peak"), each [N, size]."""
+        return dict(self._state_arrays)
+
+    def set_weight(self, name: str, weight: float) -> None:
+        """Change a live reward term's weight in place (no recompilation; a captured step reads
+        the new value on its next replay)."""
+        if name not in self.log_terms:
+            raise closest(name, self.log_terms, "reward term (non-zero weight)")
+        i = self.log_terms.index(name)
+        self._weights[i] = weight
+        wp.copy(self._weights_wp, wp.array(self._weights, dtype=float, device=self._device))

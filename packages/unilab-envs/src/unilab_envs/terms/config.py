@@ -1,0 +1,233 @@
+"""Term configs: a task's observations, rewards and terminations as data the user owns.
+
+The names and meanings follow MJLab 1.6.0's managers (`ObservationTermCfg`,
+`ObservationGroupCfg`, `RewardTermCfg`, `TerminationTermCfg`, `SceneEntityCfg`): a term is a
+function plus its parameters; the env compiles a task's terms into its step (`terms.compile`).
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+import re
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import attrs
+
+__all__ = [
+    "Bodies",
+    "GaussianNoise",
+    "Joints",
+    "ObservationGroup",
+    "ObservationTerm",
+    "Ref",
+    "RewardTerm",
+    "Sensors",
+    "Sites",
+    "TermFunction",
+    "TerminationTerm",
+    "UniformNoise",
+    "closest",
+    "term",
+]
+
+
+@attrs.frozen
+class TermFunction:
+    """A `warp.func` term with what the env needs to know about it beyond its signature.
+
+    Attributes:
+        func: the `warp.func` (see `unilab_envs.terms` for the signatures of each kind).
+        size: observation terms: values per world, an int or "joints" (J), "actions" (A),
+            "command" (C), or the name of an array parameter whose length it is.
+        state: per-world float state the term keeps across steps, {field: size per world}
+            (size as `size`): the env allocates `[N, size]` zeros into the parameter struct's
+            `wp.array2d(dtype=float)` field of that name, zeroes a world's rows when it is
+            reset, and saves and loads them by name ("<kind>.<term>.<field>").
+        defaults: parameter values used where the config gives none.
+    """
+
+    func: Any
+    size: int | str | None = None
+    state: Mapping[str, int | str] = attrs.field(factory=dict, converter=dict)
+    defaults: Mapping[str, Any] = attrs.field(factory=dict, converter=dict)
+
+    @property
+    def name(self) -> str:
+        return self.func.key if hasattr(self.func, "key") else str(self.func)
+
+
+def term(
+    *,
+    size: int | str | None = None,
+    state: Mapping[str, int | str] | None = None,
+    defaults: Mapping[str, Any] | None = None,
+) -> Callable[[Any], TermFunction]:
+    """Decorator over a `@wp.func`: `@term(size="joints")` above `@wp.func`."""
+
+    def wrap(func: Any) -> TermFunction:
+        return TermFunction(func, size=size, state=state or {}, defaults=defaults or {})
+
+    return wrap
+
+
+def as_term_function(func: Any) -> TermFunction:
+    return func if isinstance(func, TermFunction) else TermFunction(func)
+
+
+# ----------------------------------------------------------------------------- selectors
+@attrs.frozen
+class _Names:
+    """Model elements by name: one name or regex, a sequence of them, or {regex: value}."""
+
+    names: str | tuple[str, ...] | Mapping[str, float] = attrs.field(
+        converter=lambda v: v if isinstance(v, str | Mapping) else tuple(v)
+    )
+    kind = "element"
+
+    def patterns(self) -> tuple[str, ...]:
+        if isinstance(self.names, str):
+            return (self.names,)
+        return tuple(self.names)
+
+    def select(self, candidates: Sequence[str]) -> list[int]:
+        """Indices into `candidates` matching the patterns (`re.fullmatch`): pattern by pattern
+        (the given order), each pattern's hits in candidate order; ValueError naming a pattern
+        that matches nothing."""
+        out = []
+        for pattern in self.patterns():
+            hits = [i for i, n in enumerate(candidates) if re.fullmatch(pattern, n)]
+            if not hits:
+                near = difflib.get_close_matches(pattern, candidates, n=3)
+                hint = f"; closest: {near}" if near else ""
+                raise ValueError(f"no {self.kind} matches {pattern!r}{hint}")
+            out += hits
+        return list(dict.fromkeys(out))
+
+    def values(self, candidates: Sequence[str]) -> list[float]:
+        """{regex: value} -> one value per candidate; each must match exactly one pattern."""
+        if not isinstance(self.names, Mapping):
+            raise TypeError(f"a per-{self.kind} value needs {{pattern: value}}, not {self.names!r}")
+        out = []
+        for name in candidates:
+            hits = [v for p, v in self.names.items() if re.fullmatch(p, name)]
+            if len(hits) != 1:
+                raise ValueError(
+                    f"{self.kind} {name!r} matches {len(hits)} of the patterns "
+                    f"{sorted(self.names)}; each needs exactly one"
+                )
+            out.append(float(hits[0]))
+        return out
+
+
+class Joints(_Names):
+    """The robot's driven joints (action order) by name or regex: an int array parameter
+    gets their indices into the J joints; {regex: value} gives a float array parameter one
+    value per joint (as MJLab's per-joint dicts)."""
+
+    kind = "joint"
+
+
+class Bodies(_Names):
+    """Model bodies by name or regex: an int parameter gets the body id, an int array
+    parameter the ids (in model order)."""
+
+    kind = "body"
+
+
+class Sites(_Names):
+    """Model sites by name or regex, as `Bodies`."""
+
+    kind = "site"
+
+
+class Sensors(_Names):
+    """Model sensors by name or regex: an int parameter gets the sensor's address in
+    `sensordata`, an int array parameter the addresses."""
+
+    kind = "sensor"
+
+
+@attrs.frozen
+class Ref:
+    """A per-world array the task owns, by name (e.g. a contact sensor's "air_time" [N, F]),
+    as an array parameter of a term; the task lists what it offers (`Task.term_arrays`)."""
+
+    name: str
+
+
+# ----------------------------------------------------------------------------- noise
+@attrs.frozen
+class UniformNoise:
+    """Additive noise uniform in [n_min, n_max] (MJLab's `UniformNoiseCfg`)."""
+
+    n_min: float
+    n_max: float
+
+
+@attrs.frozen
+class GaussianNoise:
+    """Additive noise mean + std * N(0, 1) (MJLab's `GaussianNoiseCfg`)."""
+
+    mean: float = 0.0
+    std: float = 1.0
+
+
+def _func(value: Any) -> TermFunction:
+    return as_term_function(value)
+
+
+# ----------------------------------------------------------------------------- terms
+@attrs.frozen(kw_only=True)
+class ObservationTerm:
+    """One observation term: `func(w, k, s, [p]) -> float` is value k of its `size` values.
+    Post-processing as MJLab's: noise (only in groups with `enable_corruption`), then clip,
+    then scale."""
+
+    func: TermFunction = attrs.field(converter=_func)
+    params: Mapping[str, Any] = attrs.field(factory=dict, converter=dict)
+    noise: UniformNoise | GaussianNoise | None = None
+    clip: tuple[float, float] | None = None
+    scale: float = 1.0
+    size: int | str | None = None  # overrides func.size
+
+
+@attrs.frozen(kw_only=True)
+class ObservationGroup:
+    """An observation group: its terms concatenated in order into `[N, D]`."""
+
+    terms: Mapping[str, ObservationTerm] = attrs.field(converter=dict)
+    enable_corruption: bool = False
+
+
+@attrs.frozen(kw_only=True)
+class RewardTerm:
+    """One reward term: `func(w, s, [p]) -> float`; the step's reward is the sum over terms
+    of weight x value x step_dt (a non-finite product counts 0, as MJLab's nan_to_num), and
+    that product is logged per term. A term of weight 0 is neither computed nor logged."""
+
+    func: TermFunction = attrs.field(converter=_func)
+    weight: float = attrs.field(converter=float)
+    params: Mapping[str, Any] = attrs.field(factory=dict, converter=dict)
+
+
+@attrs.frozen(kw_only=True)
+class TerminationTerm:
+    """One termination term: `func(w, s, [p]) -> bool`. `time_out=True`: a truncation (the
+    env bootstraps it, as at the time limit), else a terminal state."""
+
+    func: TermFunction = attrs.field(converter=_func)
+    params: Mapping[str, Any] = attrs.field(factory=dict, converter=dict)
+    time_out: bool = False
+
+
+def closest(name: str, known: Sequence[str], what: str) -> KeyError:
+    """The KeyError for an unknown `name` among `known`, naming the closest ones."""
+    near = difflib.get_close_matches(name, list(known), n=3, cutoff=0.4)
+    hint = f"; did you mean {' or '.join(repr(n) for n in near)}?" if near else ""
+    return KeyError(f"unknown {what} {name!r}{hint} (known: {', '.join(sorted(known))})")
+
+
+def no_clip() -> tuple[float, float]:
+    return (-math.inf, math.inf)

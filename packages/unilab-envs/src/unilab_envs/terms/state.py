@@ -1,0 +1,112 @@
+"""`EnvState`: what every term function reads, one warp struct of the env's per-world arrays.
+
+A term is a `warp.func` whose first arguments are the world index `w` (an observation term
+also gets the column `k` of its own output) and `s: EnvState`; MuJoCo Warp's data arrays hold
+the state after the last physics substep (rewards and terminations) or after the step's
+`forward` (observations of tasks with `forward_after_reset`). Joint quantities index the
+robot's J driven joints in action order through `joint_qadr` / `joint_dadr`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import mujoco
+import numpy as np
+import warp as wp
+
+__all__ = ["EnvState", "robot_state"]
+
+
+@wp.struct
+class EnvState:
+    """Per-world arrays ([N, ...], N worlds) and robot constants a term reads.
+
+    Attributes:
+        qpos, qvel: MuJoCo Warp's generalized positions [N, nq] and velocities [N, nv].
+        xpos, xmat: body positions [N, nbody] (vec3, m) and orientations (mat33, world frame).
+        cvel: body velocities [N, nbody] (spatial vectors: angular, then linear at the
+            subtree's center of mass, world frame).
+        subtree_com: subtree centers of mass [N, nbody] (vec3, m).
+        site_xpos: site positions [N, nsite] (vec3, m).
+        sensordata: sensor values [N, nsensordata].
+        action, last_action: this step's and the previous step's actions [N, A].
+        episode_length: control steps in the world's episode [N] (int32).
+        command: the task's command [N, C] (C = 0 without one).
+        joint_qadr, joint_dadr: qpos / qvel address of each driven joint [J] (int32).
+        encoder_bias: each driven joint's simulated encoder offset [N, J] (rad; zeros
+            without one): what a biased joint position observation adds.
+        default_joint_pos: the robot's default pose [J] (rad or m).
+        soft_joint_lo, soft_joint_hi: soft joint limits [J] (the range shrunk about its
+            middle by the robot's soft limit factor).
+        root_body: body id of the floating base; root_qadr, root_dadr: its free joint's
+            qpos / qvel addresses.
+        step_dt, physics_dt: control and physics periods (s).
+        max_episode_steps: control steps of an episode before the time limit.
+    """
+
+    qpos: wp.array2d(dtype=float)
+    qvel: wp.array2d(dtype=float)
+    xpos: wp.array2d(dtype=wp.vec3)
+    xmat: wp.array2d(dtype=wp.mat33)
+    cvel: wp.array2d(dtype=wp.spatial_vector)
+    subtree_com: wp.array2d(dtype=wp.vec3)
+    site_xpos: wp.array2d(dtype=wp.vec3)
+    sensordata: wp.array2d(dtype=float)
+    action: wp.array2d(dtype=float)
+    last_action: wp.array2d(dtype=float)
+    episode_length: wp.array(dtype=wp.int32)
+    command: wp.array2d(dtype=float)
+    joint_qadr: wp.array(dtype=wp.int32)
+    joint_dadr: wp.array(dtype=wp.int32)
+    encoder_bias: wp.array2d(dtype=float)
+    default_joint_pos: wp.array(dtype=float)
+    soft_joint_lo: wp.array(dtype=float)
+    soft_joint_hi: wp.array(dtype=float)
+    root_body: int
+    root_qadr: int
+    root_dadr: int
+    step_dt: float
+    physics_dt: float
+    max_episode_steps: int
+
+
+def robot_state(
+    ctx: Any,
+    joint_ids: list[int],
+    default_pose: Any,
+    soft_limit_factor: float,
+    root_body: int,
+    command: wp.array,
+    encoder_bias: wp.array,
+) -> EnvState:
+    """The `EnvState` of a floating-base robot in `ctx` (`TaskContext`): its driven joints
+    `joint_ids` (model joint ids, action order) with their default pose, soft limits (the
+    range shrunk about its middle by `soft_limit_factor`), the base body (with a free joint),
+    the task's command [N, C] and encoder bias [N, J]."""
+    mjm, dev, d, spec = ctx.mjm, ctx.device, ctx.data, ctx.spec
+    free = [i for i in range(mjm.njnt) if mjm.jnt_bodyid[i] == root_body and mjm.jnt_type[i] == 0]
+    if not free:
+        name = mujoco.mj_id2name(mjm, mujoco.mjtObj.mjOBJ_BODY, root_body)
+        raise ValueError(f"the base body {name!r} has no free joint")
+    rng = mjm.jnt_range[joint_ids].astype(np.float64)
+    mid, half = rng.mean(axis=1), 0.5 * (rng[:, 1] - rng[:, 0]) * soft_limit_factor
+
+    def arr(values: Any, dtype: Any) -> wp.array:
+        return wp.array(np.asarray(values), dtype=dtype, device=dev)
+
+    s = EnvState()
+    s.qpos, s.qvel, s.xpos, s.xmat, s.cvel = d.qpos, d.qvel, d.xpos, d.xmat, d.cvel
+    s.subtree_com, s.site_xpos, s.sensordata = d.subtree_com, d.site_xpos, d.sensordata
+    s.action, s.last_action, s.episode_length = ctx.action, ctx.last_action, ctx.episode_length
+    s.command, s.encoder_bias = command, encoder_bias
+    s.joint_qadr = arr(mjm.jnt_qposadr[joint_ids].astype(np.int32), wp.int32)
+    s.joint_dadr = arr(mjm.jnt_dofadr[joint_ids].astype(np.int32), wp.int32)
+    s.default_joint_pos = arr(np.asarray(default_pose, np.float32), float)
+    s.soft_joint_lo = arr((mid - half).astype(np.float32), float)
+    s.soft_joint_hi = arr((mid + half).astype(np.float32), float)
+    s.root_body = int(root_body)
+    s.root_qadr, s.root_dadr = int(mjm.jnt_qposadr[free[0]]), int(mjm.jnt_dofadr[free[0]])
+    s.step_dt, s.physics_dt = spec.step_dt, spec.physics_dt
+    s.max_episode_steps = spec.max_episode_steps
+    return s
