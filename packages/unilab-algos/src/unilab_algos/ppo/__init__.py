@@ -2,6 +2,8 @@
 
 from .config import PPOConfig as PPOConfig
 from .config import RNDConfig as RNDConfig
+from .large_batch import LargeBatch as LargeBatch
+from .large_batch import scale_for_envs as scale_for_envs
 from .learner import PPO as PPO
 from .loss import gaussian_kl as gaussian_kl
 from .loss import ppo_loss as ppo_loss
@@ -9,6 +11,7 @@ from .schedule import adaptive_lr as adaptive_lr
 from .schedule import adaptive_lr_tensor as adaptive_lr_tensor
 
 __all__ = [
+    "LargeBatch",
     "PPO",
     "PPOConfig",
     "RNDConfig",
@@ -16,4 +19,5 @@ __all__ = [
     "adaptive_lr_tensor",
     "gaussian_kl",
     "ppo_loss",
+    "scale_for_envs",
 ]
