@@ -191,7 +191,7 @@ def kernel_table(n, t, hidden, device, top: int = 20) -> dict:
 
 def phases(n, t, hidden, reps, device) -> dict[str, dict[str, float]]:
     """Median seconds per update of each phase of the eager default update (see docstring)."""
-    from unilab_algos.ppo._step import (
+    from unilab_algos.ppo import (
         apply_update,
         forward_backward,
         sync_grads,

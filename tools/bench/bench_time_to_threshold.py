@@ -209,9 +209,7 @@ def evaluate(checkpoint: Path, args, threshold: float) -> dict:
     Training returns are those of the exploring policy; this is what the learned policy itself
     earns, at the curriculum level it was trained at, with each reward term's mean episode sum.
     """
-    from unilab_integration import load_checkpoint
-    from unilab_integration._policy import play_episodes
-    from unilab_integration._train import quiet_warp
+    from unilab_integration import load_checkpoint, play_episodes, quiet_warp
 
     quiet_warp()
     device = f"cuda:{args.gpus.split(',')[0]}" if args.gpus else "cpu"

@@ -189,9 +189,7 @@ def unilab_checkpoints(doc: dict) -> tuple[str, int | None, list[dict]]:
 
 
 def evaluate_run(path: str, args) -> dict:
-    from unilab_integration._mjlab_checkpoint import load_policy_checkpoint
-    from unilab_integration._tracking import evaluate_tracking
-    from unilab_integration._train import quiet_warp
+    from unilab_integration import evaluate_tracking, load_policy_checkpoint, quiet_warp
 
     quiet_warp()
     with open(path) as f:

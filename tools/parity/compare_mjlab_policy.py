@@ -25,8 +25,7 @@ def main() -> int:
     p.add_argument("--atol", type=float, default=1e-5)
     args = p.parse_args()
 
-    from unilab_integration._mjlab_checkpoint import load_policy_checkpoint
-    from unilab_integration._policy import policy_from_checkpoint
+    from unilab_integration import load_policy_checkpoint, policy_from_checkpoint
 
     with open(args.actions) as f:
         ref = json.load(f)

@@ -97,9 +97,7 @@ def run_unilab(args) -> dict:
         sys.path.insert(0, str(src))
     import torch
 
-    from unilab_integration._mjlab_checkpoint import load_policy_checkpoint
-    from unilab_integration._policy import play_episodes
-    from unilab_integration._train import quiet_warp
+    from unilab_integration import load_policy_checkpoint, play_episodes, quiet_warp
 
     quiet_warp()
     sys.path.insert(0, str(ROOT / "tools" / "bench"))

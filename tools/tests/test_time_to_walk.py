@@ -280,9 +280,11 @@ def test_evaluation_is_written_after_every_checkpoint(tmp_path, monkeypatch):
         )
 
     fakes = {
-        "unilab_integration._mjlab_checkpoint": {"load_policy_checkpoint": lambda p, task: p},
-        "unilab_integration._tracking": {"evaluate_tracking": evaluate_tracking},
-        "unilab_integration._train": {"quiet_warp": lambda: None},
+        "unilab_integration": {
+            "load_policy_checkpoint": lambda p, task: p,
+            "evaluate_tracking": evaluate_tracking,
+            "quiet_warp": lambda: None,
+        },
     }
     for name, attrs_ in fakes.items():
         module = types.ModuleType(name)

@@ -34,10 +34,13 @@ if TYPE_CHECKING:
     from ._config import load_config as load_config
     from ._config import save_config as save_config
     from ._logger import MetricLogger as MetricLogger
+    from ._mjlab_checkpoint import load_policy_checkpoint as load_policy_checkpoint
     from ._overrides import apply_overrides as apply_overrides
     from ._policy import export_onnx as export_onnx
     from ._policy import learner_from_checkpoint as learner_from_checkpoint
     from ._policy import play as play
+    from ._policy import play_episodes as play_episodes
+    from ._policy import policy_from_checkpoint as policy_from_checkpoint
     from ._policy import read_onnx_metadata as read_onnx_metadata
     from ._runners import NonFiniteError as NonFiniteError
     from ._runners import OffPolicyRunner as OffPolicyRunner
@@ -49,6 +52,8 @@ if TYPE_CHECKING:
     from ._sinks import sink_names as sink_names
     from ._task_defaults import make_config as make_config
     from ._task_defaults import register_task_defaults as register_task_defaults
+    from ._tracking import evaluate_tracking as evaluate_tracking
+    from ._train import quiet_warp as quiet_warp
     from ._train import train as train
     from ._train import train_worker as train_worker
     from ._train import validate as validate
@@ -73,14 +78,19 @@ __all__ = [
     "WandbSettings",
     "__version__",
     "apply_overrides",
+    "evaluate_tracking",
     "export_onnx",
     "read_onnx_metadata",
     "learner_from_checkpoint",
     "load_checkpoint",
     "load_config",
+    "load_policy_checkpoint",
     "make_config",
     "make_runner",
     "play",
+    "play_episodes",
+    "policy_from_checkpoint",
+    "quiet_warp",
     "register_algorithm",
     "register_sink",
     "register_task_defaults",
@@ -111,6 +121,11 @@ _LAZY = {
     "save_config": "._config",
     "WandbSettings": "._config",
     "MetricLogger": "._logger",
+    "load_policy_checkpoint": "._mjlab_checkpoint",
+    "evaluate_tracking": "._tracking",
+    "play_episodes": "._policy",
+    "policy_from_checkpoint": "._policy",
+    "quiet_warp": "._train",
     "MetricSink": "._sinks",
     "RunInfo": "._sinks",
     "register_sink": "._sinks",

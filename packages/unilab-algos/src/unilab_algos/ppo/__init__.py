@@ -1,5 +1,9 @@
 """PPO: config, networks, loss and the runner-facing learner."""
 
+from ._step import apply_update as apply_update
+from ._step import forward_backward as forward_backward
+from ._step import sync_grads as sync_grads
+from ._step import trainable_params as trainable_params
 from .config import PPOConfig as PPOConfig
 from .config import RNDConfig as RNDConfig
 from .large_batch import LargeBatch as LargeBatch
@@ -17,7 +21,11 @@ __all__ = [
     "RNDConfig",
     "adaptive_lr",
     "adaptive_lr_tensor",
+    "apply_update",
+    "forward_backward",
     "gaussian_kl",
     "ppo_loss",
     "scale_for_envs",
+    "sync_grads",
+    "trainable_params",
 ]
