@@ -270,3 +270,19 @@ def test_sparse_grads_are_refused_naming_the_parameter(unused_results: list[dict
     emb(torch.tensor([1])).sum().backward()
     with pytest.raises(TypeError, match=r"params\[0\] \(shape \(10, 3\)\) has a torch.sparse_coo"):
         ud.GradAllReduce()([emb.weight])
+
+
+def test_named_parameters_name_the_refused_parameter() -> None:
+    model = torch.nn.Sequential(torch.nn.Linear(3, 2))
+    model.add_module("emb", torch.nn.Embedding(10, 3, sparse=True))
+    model.emb(torch.tensor([1])).sum().backward()
+    sync = ud.GradAllReduce()
+    for params in (model, model.named_parameters(), dict(model.named_parameters())):
+        with pytest.raises(TypeError, match=r"^emb\.weight \(shape \(10, 3\)\) has a torch"):
+            sync(params)
+    # dense named parameters pass (one process: the identity), duplicates once
+    dense = torch.nn.Linear(3, 2)
+    dense(torch.ones(1, 3)).sum().backward()
+    before = dense.weight.grad.clone()
+    assert sync(dense) is None and sync(list(dense.named_parameters()) * 2) is None
+    assert torch.equal(dense.weight.grad, before)

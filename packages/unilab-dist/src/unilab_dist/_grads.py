@@ -12,7 +12,7 @@ with DistributedDataParallel.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping
 from typing import Literal
 
 import torch
@@ -30,9 +30,10 @@ class GradAllReduce:
     """Average `.grad` of a set of parameters across ranks through reused flat buffers.
 
     `grad_sync(params, extra)`:
-      - params: any sequence of parameters (actor, critic, RND predictor, ... concatenated;
-        duplicates are synced once, parameters with requires_grad=False are skipped). All on
-        one device.
+      - params: the parameters, as a sequence (actor, critic, RND predictor, ... concatenated),
+        a module, `module.named_parameters()` or a {name: parameter} mapping (the named forms
+        let errors name the parameter); duplicates are synced once, parameters with
+        requires_grad=False are skipped. All on one device.
       - extra: optional 1-D floating tensor of small values to average alongside (e.g. the KL,
         shape (k,)); it rides in the last gradient bucket, so no extra collective.
       - returns the averaged `extra` (same device/dtype as given) or None.
@@ -97,7 +98,7 @@ class GradAllReduce:
         return buckets
 
     def __call__(
-        self, params: Sequence[torch.nn.Parameter], extra: torch.Tensor | None = None
+        self, params: ParamsLike, extra: torch.Tensor | None = None
     ) -> torch.Tensor | None:
         plist = self._unique(params)
         if extra is not None:
@@ -182,17 +183,13 @@ class GradAllReduce:
         return extra_out
 
     @staticmethod
-    def _unique(params: Sequence[torch.nn.Parameter]) -> list[torch.Tensor]:
-        if isinstance(params, torch.Tensor):
-            raise TypeError("params must be a sequence of parameters, not a single tensor")
+    def _unique(params: ParamsLike) -> list[torch.Tensor]:
         seen: set[int] = set()
         out = []
-        for i, p in enumerate(params):
-            if not isinstance(p, torch.Tensor):
-                raise TypeError(f"params must hold tensors, got {type(p).__name__}")
+        for label, p in _labelled(params):
             if p.grad is not None and p.grad.layout != torch.strided:
                 raise TypeError(
-                    f"params[{i}] (shape {tuple(p.shape)}) has a {p.grad.layout} grad: "
+                    f"{label} (shape {tuple(p.shape)}) has a {p.grad.layout} grad: "
                     "GradAllReduce averages dense grads only (nn.Embedding(sparse=True) makes "
                     "sparse ones; use sparse=False)"
                 )
@@ -200,6 +197,36 @@ class GradAllReduce:
                 seen.add(id(p))
                 out.append(p)
         return out
+
+
+ParamsLike = (
+    Iterable[torch.Tensor]
+    | Iterable[tuple[str, torch.Tensor]]
+    | Mapping[str, torch.Tensor]
+    | torch.nn.Module
+)
+
+
+def _labelled(params: ParamsLike) -> list[tuple[str, torch.Tensor]]:
+    """(how an error names it, parameter) for each of `params`: its name where one is given
+    (a module, named_parameters(), a mapping), else `params[i]`."""
+    if isinstance(params, torch.Tensor):
+        raise TypeError("params must be a sequence of parameters, not a single tensor")
+    if isinstance(params, torch.nn.Module):
+        items = list(params.named_parameters())
+    elif isinstance(params, Mapping):
+        items = list(params.items())
+    else:
+        items = [
+            (p[0], p[1])
+            if isinstance(p, tuple) and len(p) == 2 and isinstance(p[0], str)
+            else (f"params[{i}]", p)
+            for i, p in enumerate(params)
+        ]
+    for _, p in items:
+        if not isinstance(p, torch.Tensor):
+            raise TypeError(f"params must hold tensors, got {type(p).__name__}")
+    return items
 
 
 def _describe(x: object) -> str:
