@@ -204,11 +204,14 @@ def _rejected(run_dir: Path, error: type, match: str, *args: object, **kwargs: o
 
 def test_launch_rejects_more_gpus_than_present(run_dir: Path, monkeypatch) -> None:
     monkeypatch.setattr(launch_mod, "_cuda_device_count", lambda: 2)
-    _rejected(run_dir, ValueError, r"GPUs \[0, 1, 2\] requested but only 2 CUDA", "json:dumps",
-              gpus="0,1,2")  # fmt: skip
+    _rejected(run_dir, ValueError, r"GPUs \[0, 1, 2\] requested but only 2 CUDA.*machine$",
+              "json:dumps", gpus="0,1,2")  # fmt: skip
     monkeypatch.setattr(launch_mod, "_cuda_device_count", lambda: 0)
-    _rejected(run_dir, ValueError, "only 0 CUDA device", "json:dumps", gpus=[0])
-    _rejected(run_dir, ValueError, "gpus='all' but no CUDA device", "json:dumps", gpus="all")
+    hint = r"; to run on the CPU, give cpu_workers=N instead \(`--cpu-workers N`\)$"
+    _rejected(run_dir, ValueError, "only 0 CUDA device.*" + hint, "json:dumps", gpus=[0])
+    _rejected(
+        run_dir, ValueError, "gpus='all' but no CUDA device.*" + hint, "json:dumps", gpus="all"
+    )
 
 
 def test_launch_gpu_selection_maps_through_cuda_visible_devices(monkeypatch) -> None:

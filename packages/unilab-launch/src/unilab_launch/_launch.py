@@ -44,6 +44,10 @@ __all__ = ["LaunchInterrupted", "WorkerFailedError", "launch"]
 _UNSET: Any = object()
 
 
+# what to do instead on a machine without a GPU
+_CPU_HINT = "; to run on the CPU, give cpu_workers=N instead (`--cpu-workers N`)"
+
+
 def _cuda_device_count() -> int:
     """Visible CUDA devices of this machine (0 without CUDA); no CUDA context is created."""
     return torch.cuda.device_count() if torch.cuda.is_available() else 0
@@ -73,7 +77,9 @@ def _workers_per_host(
         if local:
             count = _cuda_device_count()
             if count == 0:
-                raise ValueError("gpus='all' but no CUDA device is visible on this machine")
+                raise ValueError(
+                    f"gpus='all' but no CUDA device is visible on this machine{_CPU_HINT}"
+                )
             return [count] * len(hosts), True, {}
         from torchrunx.utils.environment import get_gpus_per_host
 
@@ -88,7 +94,7 @@ def _workers_per_host(
         if max(gpus) >= count:
             raise ValueError(
                 f"GPUs {list(gpus)} requested but only {count} CUDA device(s) are visible "
-                f"on this machine"
+                f"on this machine{_CPU_HINT if count == 0 else ''}"
             )
     visible = os.environ.get("CUDA_VISIBLE_DEVICES")
     ids = [s.strip() for s in visible.split(",")] if visible else None
