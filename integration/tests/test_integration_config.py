@@ -299,6 +299,16 @@ def test_plan_world_refuses_what_the_launcher_would(monkeypatch, launch, message
     assert message in str(info.value)
 
 
+@pytest.mark.parametrize("gpus", ["0", "all"])
+def test_gpus_on_a_machine_without_one_suggest_cpu_workers(monkeypatch, gpus):
+    from unilab_integration import _train
+
+    monkeypatch.setattr(_train, "_visible_gpus", lambda: 0)
+    cfg = attrs.evolve(make_config("cartpole-balance", "ppo"), launch=LaunchSettings(gpus=gpus))
+    with pytest.raises(ValueError, match=r"; to train on the CPU, use --cpu-workers N instead$"):
+        _train.plan_world(cfg)
+
+
 def test_plan_world_counts_the_slurm_allocations_nodes(monkeypatch, tmp_path):
     from unilab_integration import _train
     from unilab_launch.testing import fake_slurm_env

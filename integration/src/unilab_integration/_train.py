@@ -65,14 +65,15 @@ def plan_world(config: TrainConfig) -> tuple[int, str]:
     present = _visible_gpus()
     if gpus is None:
         return (present * hosts, "cuda") if present else (hosts, "cpu")
+    cpu = "; to train on the CPU, use --cpu-workers N instead" if not present else ""
     if gpus == "all":
         if not present:
-            raise ValueError("--gpus all: no CUDA GPU is visible on this machine")
+            raise ValueError(f"--gpus all: no CUDA GPU is visible on this machine{cpu}")
         return present * hosts, "cuda"
     if hosts == 1 and max(gpus) >= present:
         raise ValueError(
             f"--gpus {launch.gpus} asks for GPU {max(gpus)} but only {present} GPU(s) are "
-            "visible on this machine"
+            f"visible on this machine{cpu}"
         )
     return len(gpus) * hosts, "cuda"
 
