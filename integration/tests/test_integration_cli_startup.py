@@ -57,6 +57,16 @@ def test_help_and_argument_errors_import_no_heavy_module(argv, code, message):
     assert run.imported == []
 
 
+def test_list_names_every_task_without_torch_warp_or_mujoco():
+    light = ("unilab_envs", "unilab_algos", "unilab_dist")  # their registries import nothing heavy
+    run = run_console_script("unilab", ["list"], watch=tuple(m for m in HEAVY if m not in light))
+    assert run.code == 0 and run.imported == [], run.stderr
+    import unilab_envs
+
+    listed = run.stdout.split("algorithms:")[0].split()[1:]
+    assert listed == unilab_envs.list_tasks()
+
+
 def test_unknown_task_with_runner_imports_asks_the_real_registry():
     # a module of runner.imports may register the task: then the env stack decides
     argv = ["train", "nosuchtask", "--iterations", "1", "--set", 'runner.imports=["json"]']

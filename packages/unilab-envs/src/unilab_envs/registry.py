@@ -1,23 +1,26 @@
-"""Task registry: `make(name, num_envs=..., ...)`, `list_tasks()`, `register_task(...)`."""
+"""Task registry: `make(name, num_envs=..., ...)`, `list_tasks()`, `register_task(...)`.
+
+Listing and registering import no torch, warp or MuJoCo (`unilab list` answers at once); the
+env layer is imported by `make`, `make_task` and `check_overrides`.
+"""
 
 from __future__ import annotations
 
 import importlib
 import inspect
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import attrs
-
-from unilab_envs._core.env import EnvConfig, VecEnv
-from unilab_envs._core.task import Task
 from unilab_envs.tasks import BUILTIN_TASKS
+
+if TYPE_CHECKING:
+    from unilab_envs._core.env import VecEnv
+    from unilab_envs._core.task import Task
 
 __all__ = ["check_overrides", "list_tasks", "make", "make_task", "register_task"]
 
-TaskFactory = Callable[..., Task]
+TaskFactory = Callable[..., "Task"]
 _REGISTERED: dict[str, TaskFactory] = {}
-_ENV_OPTIONS = {f.name for f in attrs.fields(EnvConfig)} - {"num_envs", "device", "seed"}
 
 
 def register_task(name: str, factory: TaskFactory, *, overwrite: bool = False) -> None:
@@ -64,6 +67,8 @@ def make(
     copy_outputs, on_overflow, overflow_check_interval) configure the env; the rest go to the
     task factory (e.g. `max_episode_steps=200`). Unknown names raise ValueError.
     """
+    from unilab_envs._core.env import EnvConfig, VecEnv
+
     env_kw, task_kw = _split(overrides)
     task = make_task(name, **task_kw)
     cfg = EnvConfig(num_envs=num_envs, device=str(device), seed=seed, **env_kw)
@@ -75,6 +80,8 @@ def check_overrides(name: str, **overrides: Any) -> None:
     a value its task config or `EnvConfig` refuses) without building the model or an env: the
     task is made alone (`make_task`, which also looks for a robot's MJCF) and the env options
     go through `EnvConfig`'s own checks."""
+    from unilab_envs._core.env import EnvConfig
+
     env_kw, task_kw = _split(overrides)
     EnvConfig(num_envs=1, **env_kw)
     make_task(name, **task_kw)
@@ -82,5 +89,10 @@ def check_overrides(name: str, **overrides: Any) -> None:
 
 def _split(overrides: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
     """(`EnvConfig` options, task factory options) of `make`'s overrides."""
-    env_kw = {k: v for k, v in overrides.items() if k in _ENV_OPTIONS}
-    return env_kw, {k: v for k, v in overrides.items() if k not in _ENV_OPTIONS}
+    import attrs
+
+    from unilab_envs._core.env import EnvConfig
+
+    options = {f.name for f in attrs.fields(EnvConfig)} - {"num_envs", "device", "seed"}
+    env_kw = {k: v for k, v in overrides.items() if k in options}
+    return env_kw, {k: v for k, v in overrides.items() if k not in options}
