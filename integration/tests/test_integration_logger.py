@@ -57,7 +57,8 @@ def test_logger_writes_table_jsonl_and_tensorboard(tmp_path):
     assert lines[1].split()[0] == "1" and lines[2].split()[0] == "2"
     rows = [json.loads(x) for x in (tmp_path / "metrics.jsonl").read_text().splitlines()]
     assert [r["iteration"] for r in rows] == [1, 2]
-    assert rows[0]["eta_s"] >= 0.0 and rows[1]["eta_s"] == 0.0  # 2 of 2 iterations done
+    # no ETA after the first iteration (its time holds compilation); 2 of 2 done: 0
+    assert "eta_s" not in rows[0] and rows[1]["eta_s"] == 0.0
     assert rows[0]["kl"] is None and rows[1]["kl"] == 0.01
     events = list((tmp_path / "tensorboard").glob("events.out.tfevents.*"))
     assert len(events) == 1
@@ -156,3 +157,19 @@ def test_evaluations_and_the_solved_rule_are_announced():
     assert "training episodes" in _evaluation(RunnerConfig(until_solved=True))
     line = _evaluation(RunnerConfig(eval_interval=10, until_solved=True))
     assert line == "deterministic policy evaluated every 10 iterations, judged by --until-solved | "
+
+
+def test_eta_leaves_the_first_iteration_out_and_is_not_given_against_a_cap(tmp_path, monkeypatch):
+    from unilab_integration import _logger
+
+    # what happened before the first log (compilation, capture) is never read: 2 s per iteration
+    clock = iter([100.0, 102.0, 104.0] * 2)
+    monkeypatch.setattr(_logger.time, "perf_counter", lambda: next(clock))
+    for eta, expected in ((True, [None, 16.0, 14.0]), (False, [None, None, None])):
+        log = MetricLogger(tmp_path / str(eta), total=10, sinks=("jsonl",), eta=eta)
+        log.log(1, {})  # no rate yet
+        log.log(2, {})  # 8 left: 16 s
+        log.log(3, {})  # 7 left: 14 s
+        log.close()
+        rows = (tmp_path / str(eta) / "metrics.jsonl").read_text().splitlines()
+        assert [json.loads(r).get("eta_s") for r in rows] == expected

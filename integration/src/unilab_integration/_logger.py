@@ -26,8 +26,9 @@ class MetricLogger:
     """The sinks named by `sinks` (default: console, jsonl, tensorboard) for the run in
     `run_dir`; construct it on rank 0 only.
 
-    `total` is the iteration budget when known (for the ETA: `eta_s`, the console bar and
-    table), `initial` the iteration this session starts from (`initial_env_steps` the global
+    `total` is the iteration budget when known (the console bar, and the ETA `eta_s` when `eta`:
+    False where `total` is only a cap, e.g. `--until-solved`'s, so the end is not known),
+    `initial` the iteration this session starts from (`initial_env_steps` the global
     env steps there), `config` the session's
     `TrainConfig` (the W&B run's config), `progress` whether the console may draw a bar (on a
     terminal only), `stream` rank 0's stdout. A sink that fails to start closes the ones
@@ -45,6 +46,7 @@ class MetricLogger:
         config: Any = None,
         progress: bool = True,
         stream: TextIO | None = None,
+        eta: bool = True,
     ) -> None:
         check_sinks(sinks)
         self.run = RunInfo(
@@ -64,7 +66,8 @@ class MetricLogger:
         except BaseException:
             self.close(failed=True)
             raise
-        self._start = time.perf_counter()
+        self.eta = eta
+        self._first: tuple[int, float] | None = None  # (iteration, time) of the first log
 
     def write(self, text: str) -> None:
         """Print a line on rank 0's stdout (through the console's bar when there is one)."""
@@ -78,9 +81,12 @@ class MetricLogger:
         """Hand one iteration's global metrics (floats), with `iteration` and `eta_s`, to
         every sink."""
         metrics = {"iteration": iteration, **metrics}
-        done = iteration - self.run.initial
-        if self.run.total is not None and done > 0:
-            per_iteration = (time.perf_counter() - self._start) / done
+        now = time.perf_counter()
+        if self._first is None:
+            # the rate starts after the first iteration, which also compiles and captures
+            self._first = (iteration, now)
+        elif self.eta and self.run.total is not None and iteration > self._first[0]:
+            per_iteration = (now - self._first[1]) / (iteration - self._first[0])
             metrics["eta_s"] = per_iteration * max(self.run.total - iteration, 0)
         for sink in self.sinks.values():
             sink.log(iteration, metrics)

@@ -40,7 +40,7 @@ from .._checkpoint import (
 from .._config import TrainConfig
 from .._envs import make_env, success_threshold
 from .._logger import MetricLogger
-from ._budget import UNTIL_SOLVED_CAP, Budget, plan_budget
+from ._budget import UNTIL_SOLVED_CAP, UNTIL_SOLVED_SOURCE, Budget, plan_budget
 from ._eval import PolicyEvaluator, eval_means
 from ._guards import NonFiniteError, ObservationGuard, check_losses, check_modules
 from ._profile import PhaseTimer, update_captured
@@ -205,6 +205,7 @@ class Runner:
                 sinks=cfg.loggers,
                 config=self.config,
                 progress=cfg.progress,
+                eta=self.plan.source != UNTIL_SOLVED_SOURCE,
             )
             self._announce()
         metrics: dict[str, float] = {}

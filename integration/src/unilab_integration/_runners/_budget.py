@@ -14,10 +14,12 @@ from typing import Any
 
 import attrs
 
-__all__ = ["UNTIL_SOLVED_CAP", "Budget", "plan_budget"]
+__all__ = ["UNTIL_SOLVED_CAP", "UNTIL_SOLVED_SOURCE", "Budget", "plan_budget"]
 
 UNTIL_SOLVED_CAP = 500
 """Iteration cap of `--until-solved` when no other budget is given."""
+UNTIL_SOLVED_SOURCE = "--until-solved's cap"
+"""`Budget.source` of that cap: the run ends when solved, at the latest there."""
 
 
 @attrs.frozen(kw_only=True)
@@ -60,7 +62,7 @@ def plan_budget(
         )
     if not limits:
         if run.until_solved:
-            return Budget(iterations=UNTIL_SOLVED_CAP, source="--until-solved's cap")
+            return Budget(iterations=UNTIL_SOLVED_CAP, source=UNTIL_SOLVED_SOURCE)
         return Budget(iterations=None, source="")
     first = min(limits, key=lambda limit: limit[0])  # ties: --iterations, listed first
     others = [limit for limit in limits if limit is not first]
