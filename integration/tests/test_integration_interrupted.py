@@ -73,6 +73,6 @@ def test_ctrl_c_names_the_resume_point_and_the_iterations_lost(tmp_path, monkeyp
     err = capsys.readouterr().err
     assert code == 130
     assert err == (
-        f"unilab train: interrupted by SIGINT; all workers were stopped; a resume (--resume "
+        f"unilab train: interrupted by SIGINT; a resume (--resume "
         f"{run}) starts from ckpt_000010.pt (iteration 10); iterations 11-12 are lost\n"
     )

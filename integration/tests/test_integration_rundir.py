@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from unilab_dist import DistContext
-from unilab_integration import apply_overrides, load_checkpoint, make_config
-from unilab_integration._rundir import LOCK, RunFolderError, RunLock, check_lock
+from unilab_integration import _rundir, apply_overrides, load_checkpoint, make_config
+from unilab_integration._rundir import LOCK, WORKERS, RunFolderError, RunLock, check_lock
 from unilab_integration._runners import OnPolicyRunner
 from unilab_integration.cli import main
 
@@ -199,6 +199,61 @@ def test_a_live_lock_refuses_and_a_killed_holders_lock_is_taken_over(small_run, 
     assert json.loads((small_run / LOCK).read_text())["pid"] == os.getpid()
     lock.release()
     assert not (small_run / LOCK).exists()
+
+
+def _dead_holders_lock(run_dir):
+    """RUN/.lock of a trainer that was SIGKILLed (a real process, gone)."""
+    holder = _hold_lock(run_dir)
+    holder.send_signal(signal.SIGKILL)
+    holder.wait()
+    return holder.pid
+
+
+def _worker(run_dir):
+    """A real process registered as one of the run's workers; returns it once registered."""
+    code = (
+        "import sys, time; from unilab_integration._rundir import register_worker; "
+        "register_worker(sys.argv[1]); print('registered', flush=True); time.sleep(600)"
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code, str(run_dir)], stdout=subprocess.PIPE, text=True
+    )
+    assert proc.stdout.readline().strip() == "registered"
+    return proc
+
+
+def test_a_takeover_waits_for_the_killed_trainers_workers(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(_rundir, "WORKER_WAIT_S", 0.5)
+    dead = _dead_holders_lock(tmp_path)
+    worker = _worker(tmp_path)
+    try:
+        with pytest.raises(RunFolderError, match=rf"still run \(pids \[{worker.pid}\]\)"):
+            RunLock(tmp_path).acquire()
+        assert f"waiting for the previous trainer's workers (pids [{worker.pid}])" in (
+            capsys.readouterr().err
+        )
+        assert json.loads((tmp_path / LOCK).read_text())["pid"] == dead  # not taken over
+    finally:
+        worker.send_signal(signal.SIGKILL)
+        worker.wait()
+    lock = RunLock(tmp_path).acquire()  # the worker is gone: taken over, its entry cleared
+    assert not (tmp_path / WORKERS).exists()
+    assert json.loads((tmp_path / LOCK).read_text())["pid"] == os.getpid()
+    lock.release()
+
+
+def test_a_worker_writes_no_checkpoint_once_the_trainer_holding_the_lock_is_gone(tmp_path):
+    runner = _runner(tmp_path, "runner.iterations=1")
+    assert _rundir.holder_alive(tmp_path)  # no lock (a runner used without train()): writes
+    first = runner.save()
+    _dead_holders_lock(tmp_path)
+    assert not _rundir.holder_alive(tmp_path)
+    before = _digest(tmp_path / "checkpoints")
+    assert first.endswith("ckpt_000000.pt") and "ckpt_000000.pt" in before
+    runner.iteration += 1  # as if the worker went on training after its launcher was killed
+    with pytest.raises(RuntimeError, match=r"\.lock is gone: checkpoint 1 is not written"):
+        runner.save()
+    assert _digest(tmp_path / "checkpoints") == before  # nothing written, nothing rewritten
 
 
 def test_a_lock_held_on_another_host_is_refused_with_its_host(tmp_path):

@@ -17,6 +17,10 @@ Rules (checked before anything is created; a refusal is a `RunFolderError`, exit
   atomically while a trainer runs and removed when `train()` returns or raises. A lock whose
   process is gone (same host) is taken over, saying so in one line on stderr; a live one, or one held on
   another host (which this machine cannot check), is refused.
+- `RUN/.lock-workers/` names the run's worker processes on the lock's host (one empty file
+  `<host>-<pid>-<start ticks>` each, written when a worker starts): a takeover first waits for
+  them to end (`WORKER_WAIT_S`), and refuses, naming them, if they do not. A worker writes no
+  checkpoint once the lock names a process of its host that is gone (its launcher was killed).
 """
 
 from __future__ import annotations
@@ -37,9 +41,22 @@ import attrs
 
 from ._checkpoint import checkpoint_iterations, resolve_checkpoint
 
-__all__ = ["LOCK", "RunFolderError", "RunLock", "RunPlan", "plan_run_folder", "process_start_ticks"]
+__all__ = [
+    "LOCK",
+    "WORKERS",
+    "RunFolderError",
+    "RunLock",
+    "RunPlan",
+    "holder_alive",
+    "plan_run_folder",
+    "process_start_ticks",
+    "register_worker",
+]
 
 LOCK = ".lock"
+WORKERS = ".lock-workers"
+WORKER_WAIT_S = 30.0
+"""How long a takeover waits for the previous trainer's workers to end."""
 RUN_MARKERS = ("config.json", "metrics.jsonl", "checkpoints")
 
 
@@ -223,6 +240,78 @@ def check_lock(path: Path) -> None:
         _is_stale(path, info)
 
 
+def holder_alive(path: str | os.PathLike) -> bool:
+    """False when `RUN/.lock` names a process of this host that has ended (the trainer that
+    launched this worker was killed); True otherwise: a live holder, no lock (a runner used
+    without `train()`), or a holder on another host, which this machine cannot check."""
+    info = _read_lock(Path(path))
+    if not info or info.get("host") != socket.gethostname():
+        return True
+    pid, ticks = info.get("pid"), info.get("start_ticks")
+    if not isinstance(pid, int):
+        return True
+    return _pid_exists(pid) if ticks is None else process_start_ticks(pid) == ticks
+
+
+def register_worker(path: str | os.PathLike) -> None:
+    """Name this worker process in `RUN/.lock-workers/`, so a takeover of the run's lock waits
+    for it to end. Only where the run folder is (a worker on another host has none)."""
+    folder = Path(path) / WORKERS
+    if not Path(path).is_dir():
+        return
+    folder.mkdir(exist_ok=True)
+    pid = os.getpid()
+    (folder / f"{socket.gethostname()}-{pid}-{process_start_ticks(pid)}").touch()
+
+
+def _live_workers(path: Path) -> list[int]:
+    """The pids of `RUN/.lock-workers/` entries of this host whose process still runs."""
+    live = []
+    host = socket.gethostname()
+    with contextlib.suppress(FileNotFoundError):
+        for entry in (path / WORKERS).iterdir():
+            name, _, rest = entry.name.rpartition("-")
+            who, _, pid = name.rpartition("-")
+            if who != host or not pid.isdigit():
+                continue
+            ticks = None if rest == "None" else int(rest) if rest.isdigit() else -1
+            alive = (
+                _pid_exists(int(pid)) if ticks is None else process_start_ticks(int(pid)) == ticks
+            )
+            if alive:
+                live.append(int(pid))
+    return sorted(live)
+
+
+def _wait_for_workers(path: Path, timeout_s: float) -> None:
+    """Wait until no worker named in `RUN/.lock-workers/` runs, then empty it; RunFolderError
+    naming the pids after `timeout_s`."""
+    deadline = time.monotonic() + timeout_s
+    live = _live_workers(path)
+    if live:
+        print(
+            f"{path}: waiting for the previous trainer's workers (pids {live}) to end",
+            file=sys.stderr,
+            flush=True,
+        )
+    while live and time.monotonic() < deadline:
+        time.sleep(0.1)
+        live = _live_workers(path)
+    if live:
+        raise RunFolderError(
+            f"run folder {path}: workers of its previous trainer still run (pids {live}) after "
+            f"{timeout_s:.0f} s; end them, or train into another --run-name"
+        )
+    _clear_workers(path)
+
+
+def _clear_workers(path: Path) -> None:
+    with contextlib.suppress(FileNotFoundError):
+        for entry in (path / WORKERS).iterdir():
+            entry.unlink(missing_ok=True)
+        (path / WORKERS).rmdir()
+
+
 @contextlib.contextmanager
 def _folder_flock(path: Path) -> Iterator[None]:
     """Serialize lock takeovers in `path` (an flock on the folder; skipped where the file
@@ -279,6 +368,7 @@ class RunLock:
         with _folder_flock(self.path):
             info = _read_lock(self.path)
             if info is not None and _is_stale(self.path, info):
+                _wait_for_workers(self.path, WORKER_WAIT_S)
                 print(
                     f"{lock}: its trainer is gone ({_holder(info) if info else 'unreadable'}); "
                     "taking the lock over",
@@ -286,6 +376,8 @@ class RunLock:
                     flush=True,
                 )
                 lock.unlink()
+            else:
+                _wait_for_workers(self.path, WORKER_WAIT_S)  # a lock removed by hand
             try:
                 fd = os.open(lock, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
             except FileExistsError:  # another trainer won the race (no flock here)
@@ -304,6 +396,7 @@ class RunLock:
         if self.held:
             info = _read_lock(self.path)
             if info and info.get("pid") == os.getpid():
+                _clear_workers(self.path)  # train() returns after its workers ended
                 (self.path / LOCK).unlink(missing_ok=True)
             self.held = False
         if self.made_folder and not any(self.path.iterdir()):

@@ -33,7 +33,7 @@ from ._checkpoint import (
 from ._config import TrainConfig, save_config
 from ._envs import check_env_options, check_named_imports, check_task, import_modules
 from ._resume import check_run_config, interrupted_note, note_resume
-from ._rundir import RunLock, RunPlan, plan_run_folder
+from ._rundir import RunLock, RunPlan, plan_run_folder, register_worker
 from ._sinks import check_sinks
 
 __all__ = ["plan_world", "run_directory", "train", "train_worker", "validate", "with_slurm_hosts"]
@@ -195,6 +195,7 @@ def train_worker(
     from ._runners import make_runner
 
     # the modules the launcher's command named (they may register the algorithm or the task)
+    register_worker(run_dir)  # a takeover of the run's lock waits for this process to end
     import_modules(config_dict["runner"]["imports"])
     config = TrainConfig.from_dict(config_dict)
     quiet_warp()

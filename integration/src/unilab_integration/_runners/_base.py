@@ -40,6 +40,7 @@ from .._checkpoint import (
 from .._config import TrainConfig
 from .._envs import make_env, success_threshold
 from .._logger import MetricLogger
+from .._rundir import LOCK, holder_alive
 from ._budget import UNTIL_SOLVED_CAP, UNTIL_SOLVED_SOURCE, Budget, plan_budget
 from ._eval import PolicyEvaluator, eval_means
 from ._guards import NonFiniteError, ObservationGuard, check_losses, check_modules
@@ -437,6 +438,11 @@ class Runner:
         if not self.ctx.is_main:
             return None
         assert gathered is not None
+        if not holder_alive(self.run_dir):
+            raise RuntimeError(
+                f"the trainer holding {self.run_dir / LOCK} is gone: checkpoint "
+                f"{self.iteration} is not written"
+            )
         payload = {
             "task": self.config.task,
             "algo_name": self.config.algo_name,
