@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+import socket
 import time
 from pathlib import Path
 
@@ -35,7 +36,9 @@ def test_dying_rank_is_named_with_its_pid_and_exit_status(tmp_path, capsys, monk
     assert code == 1
     logs = tmp_path / "dead" / "logs"
     match = re.search(
-        r"unilab train: training failed: rank 1 of 2 \(host localhost, local rank 1, "
+        r"unilab train: training failed: rank 1 of 2 \(host "
+        + re.escape(socket.gethostname())
+        + r", local rank 1, "
         r"pid (\d+)\) failed first: exited with status 3 \(no traceback\)\n",
         err,
     )

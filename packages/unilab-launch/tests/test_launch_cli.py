@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
 import sys
 import time
@@ -65,7 +66,7 @@ def test_launch_cli_runs_and_reports_the_failing_rank(tmp_path: Path) -> None:
     assert "[rank 0] rank 0 of 2 total 4.50" in out.stdout
     assert "rank 1 of 2 total 4.50" in (log_dir / "rank1.log").read_text()
     assert "rank 1 of 2 total" not in out.stdout  # only rank 0 is echoed
-    assert "unilab-launch: rank 1 of 2 (host localhost, local rank 1" in out.stderr
+    assert f"unilab-launch: rank 1 of 2 (host {socket.gethostname()}, local rank 1" in out.stderr
     assert "failed first: RuntimeError: cli failure on rank 1" in out.stderr
     assert 'raise RuntimeError(f"cli failure on rank {rank}")' in out.stderr
     assert elapsed < 150  # a peer left in its collective would wait out the 300 s timeout

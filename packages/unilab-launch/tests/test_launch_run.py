@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import random
 import re
+import socket
 import time
 from pathlib import Path
 
@@ -105,11 +106,13 @@ def test_launch_first_failure_surfaces_promptly(
     elapsed = time.monotonic() - start
     err = info.value
 
-    assert err.rank == fail_rank and err.local_rank == fail_rank and err.host == "localhost"
+    assert (
+        err.rank == fail_rank and err.local_rank == fail_rank and err.host == socket.gethostname()
+    )
     assert err.error == f"ValueError: deliberate failure on rank {fail_rank}"
     assert "launch_targets.py" in err.traceback and "raise ValueError" in err.traceback
     message = str(err)
-    assert message.startswith(f"rank {fail_rank} of {world_size} (host localhost")
+    assert message.startswith(f"rank {fail_rank} of {world_size} (host {socket.gethostname()}")
     assert f"failed first: ValueError: deliberate failure on rank {fail_rank}" in message
     # the others failed only because their peer died, or were stopped before they noticed:
     # those that failed are named after it, never blamed

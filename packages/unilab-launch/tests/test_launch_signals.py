@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -84,14 +85,14 @@ def test_launch_names_the_rank_killed_by_a_signal(tmp_path: Path, sig: signal.Si
     thread.join()
     err = info.value
     pid = killed["pid"]
-    assert (err.rank, err.local_rank, err.host, err.pid) == (1, 1, "localhost", pid)
+    assert (err.rank, err.local_rank, err.host, err.pid) == (1, 1, socket.gethostname(), pid)
     assert (err.signal, err.exit_status, err.traceback) == (sig.name, None, "")
     assert err.error == f"killed by signal {sig.name}"
     # rank 0 is listed when it noticed the lost peer (a collective error) before its agent
     # stopped it; on a loaded machine it may be stopped first, so both texts are right
     after = "; ranks [0] failed after it" if (log_dir / "failures" / "rank0.json").exists() else ""
     assert str(err) == (
-        f"rank 1 of 2 (host localhost, local rank 1, pid {pid}) failed first: "
+        f"rank 1 of 2 (host {socket.gethostname()}, local rank 1, pid {pid}) failed first: "
         f"killed by signal {sig.name} (no traceback)\n"
         f"(all workers were stopped{after}; logs: {log_dir / 'rank1.log'})"
     )
@@ -108,7 +109,7 @@ def test_launch_names_the_rank_that_exited_without_a_traceback(tmp_path: Path) -
     pid = _pid_records(log_dir, 2)[1]["pid"]
     assert (err.rank, err.pid, err.signal, err.exit_status) == (1, pid, None, 3)
     assert str(err).startswith(
-        f"rank 1 of 2 (host localhost, local rank 1, pid {pid}) failed first: "
+        f"rank 1 of 2 (host {socket.gethostname()}, local rank 1, pid {pid}) failed first: "
         "exited with status 3 (no traceback)\n(all workers were stopped"
     )
     procs = {r["pid"]: r["start"] for r in _pid_records(log_dir, 2).values()}

@@ -11,6 +11,7 @@ import contextlib
 import itertools
 import json
 import signal
+import socket
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -117,17 +118,18 @@ def failure_from(
     silent = [r for r in silent if r["rank"] not in recorded]
     if silent:
         first = min(silent, key=lambda r: r["seen_ns"])
+        host = machine_name(first["host"])
         rank = int(first["rank"])
         how, sig, status = _how_it_ended(int(first["exitcode"]))
         others = sorted(recorded | {int(r["rank"]) for r in silent if r is not first})
         log_path = rank_log_path(run_dir, rank)
         return WorkerFailedError(
-            f"rank {rank} of {world} (host {first['host']}, local rank {first['local_rank']}, "
+            f"rank {rank} of {world} (host {host}, local rank {first['local_rank']}, "
             f"pid {first['pid']}) failed first: {how} (no traceback)\n"
             + _stopped_line(others, log_path),
             rank=rank,
             local_rank=int(first["local_rank"]),
-            host=first["host"],
+            host=host,
             pid=int(first["pid"]),
             error=how,
             signal=sig,
@@ -141,7 +143,7 @@ def failure_from(
         )
     first = min(records, key=lambda r: r["time_ns"])
     rank = int(first["rank"])
-    host = next(h for h in reversed(hosts) if starts[h] <= rank)
+    host = machine_name(next(h for h in reversed(hosts) if starts[h] <= rank))
     log_path = rank_log_path(run_dir, rank)
     others = sorted(int(r["rank"]) for r in records if r is not first)
     message = (
@@ -165,3 +167,11 @@ def failure_from(
 def _stopped_line(others: Sequence[int], log_path: Path) -> str:
     after = f"; ranks {list(others)} failed after it" if others else ""
     return f"(all workers were stopped{after}; logs: {log_path})"
+
+
+def machine_name(host: str) -> str:
+    """How a failure names `host`: this machine's own name for a loopback name (a one-host run
+    launches on "localhost"), as the run folder's lock and `hostname` name it."""
+    if host in ("localhost", "127.0.0.1", "::1"):
+        return socket.gethostname()
+    return host
