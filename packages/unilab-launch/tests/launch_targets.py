@@ -93,15 +93,18 @@ def nccl_raise_while_others_wait(fail_rank: int) -> float:
 
 
 def allreduce_for(seconds: float | str) -> int:
-    """All-reduce every 10 ms for `seconds` (a rank to kill while its peers are in collectives)."""
+    """All-reduce every 10 ms for `seconds` (a rank to kill while its peers are in collectives).
+    The ranks stop together: each all-reduce carries whether the rank's own time is up (MIN),
+    so no rank enters a collective that another has already left."""
     end = time.monotonic() + float(seconds)
     count = 0
-    while time.monotonic() < end:
-        x = torch.ones(1)
-        dist.all_reduce(x)
+    while True:
+        go = torch.tensor([1.0 if time.monotonic() < end else 0.0])
+        dist.all_reduce(go, op=dist.ReduceOp.MIN)
+        if go.item() == 0.0:
+            return count
         count += 1
         time.sleep(0.01)
-    return count
 
 
 def exit_while_others_wait(exit_rank: int, status: int) -> float:
