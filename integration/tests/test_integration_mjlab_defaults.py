@@ -2,7 +2,7 @@
 (`unitree_go1_ppo_runner_cfg`, `unitree_g1_ppo_runner_cfg`): network sizes, PPO settings, envs,
 steps; and its train script's random episode start."""
 
-from unilab_integration._config import make_config
+from unilab_integration import make_config
 
 
 def test_training_defaults_are_mjlabs():
