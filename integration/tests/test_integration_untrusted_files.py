@@ -165,7 +165,10 @@ def test_a_version_one_checkpoint_is_refused_until_upgraded_with_trust(tmp_path,
     assert "give --trust" in capsys.readouterr().err
     assert file.read_bytes() == before
     assert main(["upgrade-checkpoint", str(tmp_path / "run"), "--trust"]) == 0
-    assert "upgraded to checkpoint version 2" in capsys.readouterr().out
+    assert f"upgraded to checkpoint version 2 (version 1 kept as {file}.v1)" in (
+        capsys.readouterr().out
+    )
+    assert (file.parent / (file.name + ".v1")).read_bytes() == before  # the original, kept
     ckpt = load_checkpoint(tmp_path / "run")
     assert ckpt["version"] == 2 and ckpt["iteration"] == 4
     assert torch.equal(ckpt["obs"][0]["data"]["obs"]["policy"], torch.arange(6.0).reshape(2, 3))

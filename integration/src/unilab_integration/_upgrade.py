@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import io
 import os
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -42,8 +43,9 @@ def upgrade_targets(path: str | os.PathLike) -> list[Path]:
 
 
 def upgrade_checkpoint(file: str | os.PathLike) -> bool:
-    """Rewrite the version-1 checkpoint `file` as version 2 in place (atomically); False, with
-    the file untouched, when it is already version 2. Unpickles the file: trusted files only."""
+    """Write the version-1 checkpoint `file` as version 2 under its name (atomically), the
+    original bytes kept as `<file>.v1` beside it; False, with the file untouched, when it is
+    already version 2. Unpickles the file: trusted files only."""
     file = Path(file)
     try:
         data = torch.load(file, map_location="cpu", weights_only=False)  # trusted by the caller
@@ -65,6 +67,13 @@ def upgrade_checkpoint(file: str | os.PathLike) -> bool:
         read_plain(buffer)  # what is written must open without running code
     except CheckpointError as e:
         raise CheckpointError(f"{file} holds more than version 1 did, not upgraded: {e}") from None
+    kept = file.with_name(file.name + ".v1")
+    if kept.exists():
+        raise CheckpointError(f"{kept} exists: move it away, then upgrade {file} again")
+    try:
+        os.link(file, kept)  # the original's bytes stay, under the new name
+    except OSError:
+        shutil.copy2(file, kept)
     atomic_write_bytes(file, lambda f: f.write(buffer.getvalue()))
     return True
 

@@ -445,7 +445,8 @@ def _upgrade(args: argparse.Namespace) -> int:
         )
     for file in files:
         done = upgrade_checkpoint(file)
-        print(f"{file}: {'upgraded to' if done else 'already'} checkpoint version 2")
+        kept = f" (version 1 kept as {file}.v1)" if done else ""
+        print(f"{file}: {'upgraded to' if done else 'already'} checkpoint version 2{kept}")
     return 0
 
 
