@@ -182,11 +182,12 @@ def test_a_checkpoint_without_per_world_levels_is_refused(tmp_path):
         with pytest.raises(SystemExit, match=r"per-rank curriculum|per-world curriculum"):
             cr.rank_levels({"task": "go1-velocity-flat", "curriculum": states}, where)
     torch = pytest.importorskip("torch")
+    checkpoint = pytest.importorskip("unilab_integration._checkpoint")
     run = tmp_path / "flat"
     (run / "checkpoints").mkdir(parents=True)
     flat = {
         "format": "unilab-checkpoint",
-        "version": 1,
+        "version": checkpoint.VERSION,
         "task": "go1-velocity-flat",
         "iteration": 1,
     }

@@ -70,6 +70,9 @@ alg = runner.alg
 ud.check_replicas({"actor": alg.actor, "critic": alg.critic}, [alg.optimizer])  # raises if not
 state = [*alg.actor.state_dict().values(), *alg.critic.state_dict().values()]
 digest = hashlib.sha256(b"".join(t.cpu().numpy().tobytes() for t in state)).hexdigest()
-print(f"rank {rank}: seed {runner.seed}, replicas identical, state sha256 {digest[:16]}")
-print(f"rank {rank}: collectives {ud.accounting.snapshot()}")
+report = (
+    f"rank {rank}: seed {runner.seed}, replicas identical, state sha256 {digest[:16]}\n"
+    f"rank {rank}: collectives {ud.accounting.snapshot()}\n"
+)
+print(report, end="", flush=True)  # one write: the ranks' lines never interleave
 ud.shutdown()
