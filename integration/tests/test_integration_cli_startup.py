@@ -67,6 +67,26 @@ def test_list_names_every_task_without_torch_warp_or_mujoco():
     assert listed == sorted(BUILTIN_TASKS)  # (this process's registry holds tests' tasks too)
 
 
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--set", "algo.learning_rate=abc"], "'algo.learning_rate' takes a number, not 'abc'"),
+        (["--set", "algo.num_learning_epochs=2"], "did you mean 'algo.num_epochs'?"),
+        (["--set", "algo.actor.activation=foo"], "unknown activation 'foo'"),
+        (["--set", "algo.capture=maybe"], "'algo.capture' takes one of 'auto'"),
+        (["--algo", "fastsac", "--set", "algo.batch_size=abc"], "takes an integer, not 'abc'"),
+        (["--algo", "distill", "--set", "algo.student.hidden=[0]"], "positive ints"),
+    ],
+)
+def test_config_refusals_import_no_heavy_module(argv, message):
+    # the algorithms' configs (unilab_algos.<algo>.config) are checked without torch
+    light = ("unilab_algos",)
+    argv = ["train", "cartpole-balance", "--cpu-workers", "1", *argv]
+    run = run_console_script("unilab", argv, watch=tuple(m for m in HEAVY if m not in light))
+    assert run.code == 2 and message in run.stderr, run.stderr
+    assert run.imported == []
+
 def test_unknown_task_with_runner_imports_asks_the_real_registry():
     # a module of runner.imports may register the task: then the env stack decides
     argv = ["train", "nosuchtask", "--iterations", "1", "--set", 'runner.imports=["json"]']

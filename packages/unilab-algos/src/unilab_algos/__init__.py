@@ -2,24 +2,12 @@
 distributed behaviour is injected (`grad_sync`, reducers); `None` means one process. What a
 runner drives is written once as protocols: `Learner`, `OnPolicyLearner`, `OffPolicyLearner`."""
 
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
 from . import _siblings  # noqa: F401 (first: siblings outside the declared ranges fail here)
-from .common import CaptureMode as CaptureMode
-from .common import CaptureStatus as CaptureStatus
-from .common import EmpiricalNormalizer as EmpiricalNormalizer
-from .common import GaussianConfig as GaussianConfig
-from .common import Learner as Learner
-from .common import NetworkConfig as NetworkConfig
-from .common import OffPolicyLearner as OffPolicyLearner
-from .common import OnPolicyLearner as OnPolicyLearner
-from .common import convert_rsl_rl_state_dict as convert_rsl_rl_state_dict
-from .common import mlp as mlp
-from .distill import Distillation as Distillation
-from .distill import DistillationConfig as DistillationConfig
-from .fastsac import FastSAC as FastSAC
-from .fastsac import FastSACConfig as FastSACConfig
-from .ppo import PPO as PPO
-from .ppo import PPOConfig as PPOConfig
-from .ppo import RNDConfig as RNDConfig
 
 __version__ = "0.1.0"
 
@@ -43,3 +31,36 @@ __all__ = [
     "convert_rsl_rl_state_dict",
     "mlp",
 ]
+
+_LAZY = {
+    "CaptureMode": ".common",
+    "CaptureStatus": ".common",
+    "EmpiricalNormalizer": ".common",
+    "GaussianConfig": ".common",
+    "Learner": ".common",
+    "NetworkConfig": ".common",
+    "OffPolicyLearner": ".common",
+    "OnPolicyLearner": ".common",
+    "convert_rsl_rl_state_dict": ".common",
+    "mlp": ".common",
+    "Distillation": ".distill",
+    "DistillationConfig": ".distill",
+    "FastSAC": ".fastsac",
+    "FastSACConfig": ".fastsac",
+    "PPO": ".ppo",
+    "PPOConfig": ".ppo",
+    "RNDConfig": ".ppo",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY})

@@ -1,29 +1,13 @@
 """Shared math of the UniLab learners: normalizers, network builders, Gaussian policy helpers,
 the CUDA-graph capture helper, and the learner contract (`Learner` and its two kinds)."""
 
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
 from .config import GaussianConfig as GaussianConfig
 from .config import NetworkConfig as NetworkConfig
-from .cuda_graphs import CaptureMode as CaptureMode
-from .cuda_graphs import CaptureStatus as CaptureStatus
-from .cuda_graphs import CudaBackend as CudaBackend
-from .cuda_graphs import CudaGraphs as CudaGraphs
-from .cuda_graphs import GraphBackend as GraphBackend
-from .cuda_graphs import RerunBackend as RerunBackend
-from .models import GaussianActor as GaussianActor
-from .models import Memory as Memory
-from .models import ValueCritic as ValueCritic
-from .models import convert_rsl_rl_state_dict as convert_rsl_rl_state_dict
-from .networks import ACTIVATIONS as ACTIVATIONS
-from .networks import activation_module as activation_module
-from .networks import mlp as mlp
-from .normalizer import EmpiricalNormalizer as EmpiricalNormalizer
-from .normalizer import NormalizerUpdate as NormalizerUpdate
-from .protocol import Learner as Learner
-from .protocol import OffPolicyLearner as OffPolicyLearner
-from .protocol import OnPolicyLearner as OnPolicyLearner
-from .protocol import missing_members as missing_members
-from .sync import GradSync as GradSync
-from .sync import ReduceSum as ReduceSum
 
 __all__ = [
     "ACTIVATIONS",
@@ -50,3 +34,40 @@ __all__ = [
     "missing_members",
     "mlp",
 ]
+
+_LAZY = {
+    "CaptureMode": ".cuda_graphs",
+    "CaptureStatus": ".cuda_graphs",
+    "CudaBackend": ".cuda_graphs",
+    "CudaGraphs": ".cuda_graphs",
+    "GraphBackend": ".cuda_graphs",
+    "RerunBackend": ".cuda_graphs",
+    "GaussianActor": ".models",
+    "Memory": ".models",
+    "ValueCritic": ".models",
+    "convert_rsl_rl_state_dict": ".models",
+    "ACTIVATIONS": ".networks",
+    "activation_module": ".networks",
+    "mlp": ".networks",
+    "EmpiricalNormalizer": ".normalizer",
+    "NormalizerUpdate": ".normalizer",
+    "Learner": ".protocol",
+    "OffPolicyLearner": ".protocol",
+    "OnPolicyLearner": ".protocol",
+    "missing_members": ".protocol",
+    "GradSync": ".sync",
+    "ReduceSum": ".sync",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY})

@@ -6,9 +6,35 @@ from typing import Literal
 
 import attrs
 
-from .networks import ACTIVATIONS
+__all__ = [
+    "ACTIVATION_NAMES",
+    "CAPTURE_SETTINGS",
+    "CaptureSetting",
+    "GaussianConfig",
+    "NetworkConfig",
+    "capture_setting",
+    "obs_groups",
+]
 
-__all__ = ["GaussianConfig", "NetworkConfig", "obs_groups"]
+ACTIVATION_NAMES: tuple[str, ...] = (
+    "elu", "selu", "relu", "lrelu", "leaky_relu", "tanh", "sigmoid", "silu", "swish", "crelu",
+    "gelu", "mish", "softplus", "identity",
+)  # fmt: skip
+"""Activation names a `NetworkConfig` accepts (`networks.ACTIVATIONS` maps each to a module):
+RSL-RL's names plus a few. Here without torch, so that a config is checked before it loads."""
+
+CaptureSetting = Literal["auto", "none", "cuda_graph"]
+"""A learner config's `capture`: where possible ("auto"), never ("none"), or where possible with
+a warning when it is not ("cuda_graph")."""
+CAPTURE_SETTINGS: tuple[str, ...] = ("auto", "none", "cuda_graph")
+
+
+def capture_setting(value: object) -> object:
+    """A config's `capture` as a `CaptureSetting`: a bool (what older FastSAC configs and
+    checkpoints hold, and `--set algo.capture=false`) reads as "auto" (True) or "none"."""
+    if isinstance(value, bool):
+        return "auto" if value else "none"
+    return value
 
 
 def obs_groups(_inst: object, attr: attrs.Attribute, value: tuple[str, ...]) -> None:
@@ -24,8 +50,10 @@ def _positive_ints(_inst: object, attr: attrs.Attribute, value: tuple[int, ...])
 
 
 def _activation(_inst: object, attr: attrs.Attribute, value: str) -> None:
-    if value not in ACTIVATIONS:
-        raise ValueError(f"{attr.name}: unknown activation {value!r}; one of {sorted(ACTIVATIONS)}")
+    if value not in ACTIVATION_NAMES:
+        raise ValueError(
+            f"{attr.name}: unknown activation {value!r}; one of {sorted(ACTIVATION_NAMES)}"
+        )
 
 
 @attrs.frozen(kw_only=True)

@@ -19,10 +19,12 @@ import contextlib
 import enum
 import warnings
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any, Literal, Protocol
+from typing import Any, Protocol
 
 import attrs
 import torch
+
+from .config import CAPTURE_SETTINGS, CaptureSetting, capture_setting
 
 __all__ = [
     "CAPTURE_SETTINGS",
@@ -37,20 +39,6 @@ __all__ = [
     "capture_setting",
     "side_stream",
 ]
-
-
-CaptureSetting = Literal["auto", "none", "cuda_graph"]
-"""A learner config's `capture`: where possible ("auto"), never ("none"), or where possible with
-a warning when it is not ("cuda_graph")."""
-CAPTURE_SETTINGS: tuple[str, ...] = ("auto", "none", "cuda_graph")
-
-
-def capture_setting(value: object) -> object:
-    """A config's `capture` as a `CaptureSetting`: a bool (what older FastSAC configs and
-    checkpoints hold, and `--set algo.capture=false`) reads as "auto" (True) or "none"."""
-    if isinstance(value, bool):
-        return "auto" if value else "none"
-    return value
 
 
 class CaptureMode(enum.Enum):

@@ -1,18 +1,12 @@
 """FastSAC: soft actor-critic for massively parallel simulation (Holosoma's FastSAC), with
 replay shards per rank and injected gradient synchronization."""
 
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
 from .config import FastSACConfig as FastSACConfig
-from .learner import FastSAC as FastSAC
-from .loss import actor_loss as actor_loss
-from .loss import categorical_projection as categorical_projection
-from .loss import distributional_critic_loss as distributional_critic_loss
-from .loss import polyak_update as polyak_update
-from .loss import scalar_critic_loss as scalar_critic_loss
-from .loss import soft_scalar_target as soft_scalar_target
-from .loss import temperature_loss as temperature_loss
-from .networks import DeterministicPolicy as DeterministicPolicy
-from .networks import QEnsemble as QEnsemble
-from .networks import SquashedGaussianActor as SquashedGaussianActor
 
 __all__ = [
     "DeterministicPolicy",
@@ -28,3 +22,30 @@ __all__ = [
     "soft_scalar_target",
     "temperature_loss",
 ]
+
+_LAZY = {
+    "FastSAC": ".learner",
+    "actor_loss": ".loss",
+    "categorical_projection": ".loss",
+    "distributional_critic_loss": ".loss",
+    "polyak_update": ".loss",
+    "scalar_critic_loss": ".loss",
+    "soft_scalar_target": ".loss",
+    "temperature_loss": ".loss",
+    "DeterministicPolicy": ".networks",
+    "QEnsemble": ".networks",
+    "SquashedGaussianActor": ".networks",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY})

@@ -7,8 +7,7 @@ from typing import Literal
 import attrs
 from attrs import validators as v
 
-from ..common.config import obs_groups
-from ..common.cuda_graphs import CAPTURE_SETTINGS, CaptureSetting, capture_setting
+from ..common.config import CAPTURE_SETTINGS, CaptureSetting, capture_setting, obs_groups
 
 __all__ = ["FastSACConfig"]
 

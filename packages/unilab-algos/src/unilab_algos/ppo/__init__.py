@@ -1,18 +1,12 @@
 """PPO: config, networks, loss and the runner-facing learner."""
 
-from ._step import apply_update as apply_update
-from ._step import forward_backward as forward_backward
-from ._step import sync_grads as sync_grads
-from ._step import trainable_params as trainable_params
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
 from .config import PPOConfig as PPOConfig
 from .config import RNDConfig as RNDConfig
-from .large_batch import LargeBatch as LargeBatch
-from .large_batch import scale_for_envs as scale_for_envs
-from .learner import PPO as PPO
-from .loss import gaussian_kl as gaussian_kl
-from .loss import ppo_loss as ppo_loss
-from .schedule import adaptive_lr as adaptive_lr
-from .schedule import adaptive_lr_tensor as adaptive_lr_tensor
 
 __all__ = [
     "LargeBatch",
@@ -29,3 +23,30 @@ __all__ = [
     "sync_grads",
     "trainable_params",
 ]
+
+_LAZY = {
+    "apply_update": "._step",
+    "forward_backward": "._step",
+    "sync_grads": "._step",
+    "trainable_params": "._step",
+    "LargeBatch": ".large_batch",
+    "scale_for_envs": ".large_batch",
+    "PPO": ".learner",
+    "gaussian_kl": ".loss",
+    "ppo_loss": ".loss",
+    "adaptive_lr": ".schedule",
+    "adaptive_lr_tensor": ".schedule",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY})

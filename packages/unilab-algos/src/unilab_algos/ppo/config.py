@@ -6,8 +6,14 @@ from typing import Literal
 
 import attrs
 
-from ..common.config import GaussianConfig, NetworkConfig, obs_groups
-from ..common.cuda_graphs import CAPTURE_SETTINGS, CaptureSetting, capture_setting
+from ..common.config import (
+    CAPTURE_SETTINGS,
+    CaptureSetting,
+    GaussianConfig,
+    NetworkConfig,
+    capture_setting,
+    obs_groups,
+)
 
 __all__ = ["PPOConfig", "RNDConfig"]
 
