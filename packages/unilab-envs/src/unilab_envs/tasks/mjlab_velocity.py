@@ -644,9 +644,7 @@ class MjlabVelocityTask(Task):
             **super().deployment_info(),
             **joint_position_info(r, self.build_model(), {"policy": policy, "critic": critic}),
         }
-        for g, terms in info["observations"].items():  # the terms' scales (height_scan's)
-            for term, (_, _, scale) in zip(terms, layout[g], strict=True):
-                term["scale"] = float(scale)
+        self.terms.annotate(info["observations"])  # scales (height_scan's), histories
 
         def ranges(stage: tuple) -> dict[str, list[float]]:
             _, x, z = stage
@@ -747,7 +745,11 @@ class MjlabVelocityTask(Task):
     ) -> None:
         self.terms.evaluate(reward, terminated, ctx.time_out, log)
 
-    def observe(self, ctx: TaskContext, obs) -> None:
+    def evaluate_and_observe(self, ctx: TaskContext, reward, terminated, log, final_obs) -> None:
+        self.evaluate(ctx, reward, terminated, log)
+        self.observe(ctx, final_obs, commit=False)  # the observation histories advance once
+
+    def observe(self, ctx: TaskContext, obs, commit: bool = True) -> None:
         d = ctx.data
         if self._scan is not None:  # MJLab's sense(): the ray casts, after the forward
             self._ray_scene.refit(ctx.model, d)
@@ -755,7 +757,7 @@ class MjlabVelocityTask(Task):
         if self._foot_scan is not None:
             self._foot_scan.cast(ctx.model, d)
             self._foot_scan.clearance(d, self.foot_height)
-        self.terms.observe(ctx.seed, ctx.rng_counter, obs)
+        self.terms.observe(ctx.seed, ctx.rng_counter, obs, commit)
 
     def reset_worlds(self, ctx: TaskContext, mask: wp.array) -> None:
         a, d = self._a, ctx.data

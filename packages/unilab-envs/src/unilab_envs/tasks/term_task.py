@@ -159,9 +159,7 @@ class TermTask(Task):
         """The joint-position action's facts and the observation layout of the term lists."""
         layout = {g: [(t, size) for t, size, _ in terms] for g, terms in self.terms.layout.items()}
         info = {**super().deployment_info(), **joint_position_info(self.robot, self._mjm, layout)}
-        for group, terms in self.terms.layout.items():
-            for entry, (_, _, scale) in zip(info["observations"][group], terms, strict=True):
-                entry["scale"] = float(scale)
+        self.terms.annotate(info["observations"])
         return info
 
     def apply_action(self, ctx: TaskContext) -> None:
@@ -177,8 +175,12 @@ class TermTask(Task):
     def evaluate(self, ctx: TaskContext, reward, terminated, log) -> None:
         self.terms.evaluate(reward, terminated, ctx.time_out, log)
 
-    def observe(self, ctx: TaskContext, obs) -> None:
-        self.terms.observe(ctx.seed, ctx.rng_counter, obs)
+    def evaluate_and_observe(self, ctx: TaskContext, reward, terminated, log, final_obs) -> None:
+        self.evaluate(ctx, reward, terminated, log)
+        self.observe(ctx, final_obs, commit=False)  # the observation histories advance once
+
+    def observe(self, ctx: TaskContext, obs, commit: bool = True) -> None:
+        self.terms.observe(ctx.seed, ctx.rng_counter, obs, commit)
 
     def reset_worlds(self, ctx: TaskContext, mask: wp.array) -> None:
         s = self.env_state

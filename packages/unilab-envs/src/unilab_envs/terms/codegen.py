@@ -1,7 +1,8 @@
 """Code generation: a task's term lists unrolled into one warp kernel per hook.
 
 `evaluate` (every reward and termination term), `observe` (every group, one thread per world
-and column) and `reset_state` (the terms' per-world state) are each one launch, whatever the
+and column; observation history included) and `reset_terms` (the terms' per-world state and
+observation histories) are each one launch, whatever the
 number of terms; a term removed from the config is absent from the generated source. Weights,
 parameters, scales, clips and noise ranges are kernel inputs (arrays and structs), so changing
 one recompiles nothing. The generated source is registered with `linecache`, so warp reads it
@@ -127,41 +128,71 @@ def evaluate_kernel(rewards: Sequence[Call], terminations: Sequence[tuple[Call, 
     return _build("evaluate_terms", _kernel("evaluate_terms", args, lines), calls, {})
 
 
-def observe_kernel(groups: Sequence[Sequence[tuple[Call, int]]]) -> Any:
-    """Kernel(seed, counter, s, p_*..., then per group g: post_g, out_g [N, D_g]) over
-    (N, max D_g): column k of each group from the term that owns it."""
-    calls = [c for group in groups for c, _ in group]
-    args = ["seed: int", "counter: wp.array(dtype=wp.int32)", "s: EnvState"]
+def observe_kernel(groups: Sequence[Sequence[tuple[Call, int, int]]]) -> Any:
+    """Kernel(seed, counter, commit, s, p_*..., then per group g: post_g, out_g [N, D_g] and
+    the history arrays of its terms with history) over (N, max D_g): column k of each group
+    from the term that owns it. A group's entries are (call, size, history): a term with
+    history H > 0 fills H x size columns, its frames oldest first; its array h [N, (H + 1)
+    x size] holds the frames last committed and, in its last `size` columns, 1 once filled
+    (a reset zeroes it: the next frame then fills every slot, as MJLab's history buffer).
+    `commit` 0 writes the observation without advancing the history (the final observation
+    of a step, before the resets)."""
+    calls = [c for group in groups for c, _, _ in group]
+    args = ["seed: int", "counter: wp.array(dtype=wp.int32)", "commit: int", "s: EnvState"]
     args += _param_args(calls)
-    lines = ["w, k = wp.tid()", "v = float(0.0)"]
+    lines = ["w, k = wp.tid()", "v = float(0.0)", "x = float(0.0)", "direct = bool(True)"]
     for g, group in enumerate(groups):
         args += [f"post_{g}: ObsPost", f"out_{g}: wp.array2d(dtype=float)"]
-        dim = sum(size for _, size in group)
-        lines += [f"if k < {dim}:"]
+        dim = sum(size * max(history, 1) for _, size, history in group)
+        stream = STREAM_OBS_NOISE + 16 * g
+        lines += [f"if k < {dim}:", "    direct = True"]
         start = 0
-        for i, (c, size) in enumerate(group):
+        for i, (c, size, history) in enumerate(group):
             keyword = "if" if i == 0 else "elif"
-            lines += [f"    {keyword} k < {start + size}:"]
-            lines += [f"        v = {c.invoke(f'w, k - {start}, ')}"]
-            start += size
+            width = size * max(history, 1)
+            lines += [f"    {keyword} k < {start + width}:"]
+            if history == 0:
+                lines += [f"        v = {c.invoke(f'w, k - {start}, ')}"]
+                start += width
+                continue
+            h, newest = f"h_{g}_{i}", start + (history - 1) * size
+            args += [f"{h}: wp.array2d(dtype=float)"]
+            lines += [
+                "        direct = False",
+                f"        if k < {start + size}:",
+                f"            e = k - {start}",
+                f"            v = post_process({c.invoke('w, e, ')}, post_{g}, seed, "
+                f"counter[0], w, {newest} + e, {dim}, {stream})",
+                f"            filled = {h}[w, {history * size} + e] != 0.0",
+                f"            for j in range({history}):",
+                "                x = v",
+                f"                if filled and j < {history - 1}:",
+                f"                    x = {h}[w, (j + 1) * {size} + e]",
+                f"                out_{g}[w, {start} + j * {size} + e] = x",
+                "                if commit != 0:",
+                f"                    {h}[w, j * {size} + e] = x",
+                "            if commit != 0:",
+                f"                {h}[w, {history * size} + e] = 1.0",
+            ]
+            start += width
         lines += [
-            f"    out_{g}[w, k] = post_process(v, post_{g}, seed, counter[0], w, k, {dim}, "
-            f"{STREAM_OBS_NOISE + 16 * g})"
+            "    if direct:",
+            f"        out_{g}[w, k] = post_process(v, post_{g}, seed, counter[0], w, k, {dim}, "
+            f"{stream})",
         ]
     return _build("observe_terms", _kernel("observe_terms", args, lines), calls, {})
 
 
-def reset_kernel(stateful: Sequence[tuple[Call, Sequence[str]]]) -> Any:
-    """Kernel(mask [N], p_*...): zeroes the listed state fields of the masked worlds."""
+def reset_kernel(stateful: Sequence[tuple[Call, Sequence[str]]], histories: int = 0) -> Any:
+    """Kernel(mask [N], p_*..., h_0 ... h_{histories-1}): zeroes the listed state fields and
+    the observation history arrays of the masked worlds."""
     calls = [c for c, _ in stateful]
     args = ["mask: wp.array(dtype=wp.bool)", *_param_args(calls)]
+    args += [f"h_{i}: wp.array2d(dtype=float)" for i in range(histories)]
     lines = ["w = wp.tid()", "if mask[w]:"]
-    for c, fields in stateful:
-        for f in fields:
-            lines += [
-                f"    for i in range({c.arg}.{f}.shape[1]):",
-                f"        {c.arg}.{f}[w, i] = 0.0",
-            ]
+    fields = [f"{c.arg}.{f}" for c, names in stateful for f in names]
+    for array in [*fields, *(f"h_{i}" for i in range(histories))]:
+        lines += [f"    for i in range({array}.shape[1]):", f"        {array}[w, i] = 0.0"]
     return _build("reset_terms", _kernel("reset_terms", args, lines), calls, {})
 
 

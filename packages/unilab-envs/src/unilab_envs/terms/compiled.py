@@ -109,7 +109,9 @@ class CompiledTerms:
     """A task's observation groups, rewards and terminations, compiled (see module doc).
 
     Attributes:
-        observation_dims: {group: D}; layout: {group: [(term, size, scale), ...]}.
+        observation_dims: {group: D}; layout: {group: [(term, columns, scale), ...]}
+            (columns: size x history length); history: {group: {term: H}} of the terms
+            with history.
         log_terms: the reward terms with a non-zero weight, in config order (rows of `log`).
         functions: {"<kind>.<name>" (observations: "observations.<group>.<name>"): the
             term function's name} of every compiled term.
@@ -124,7 +126,8 @@ class CompiledTerms:
         terminations: Mapping[str, TerminationTerm],
     ) -> None:
         self.scene = scene
-        self._groups: list[tuple[str, ObservationGroup, list[tuple[_Term, Any, int]]]] = []
+        # per group: (name, group, [(term, config, size of one frame, history length)])
+        self._groups: list[tuple[str, ObservationGroup, list[tuple[_Term, Any, int, int]]]] = []
         for g, (group_name, group) in enumerate(observations.items()):
             entries = []
             for i, (name, cfg) in enumerate(group.terms.items()):
@@ -133,7 +136,8 @@ class CompiledTerms:
                 size = cfg.size if cfg.size is not None else cfg.func.size
                 if size is None:
                     raise ValueError(f"{label}: give the term's size (ObservationTerm.size)")
-                entries.append((t, cfg, scene.count(size, t.params, label)))
+                count = scene.count(size, t.params, label)
+                entries.append((t, cfg, count, group.term_history(cfg)))
             self._groups.append((group_name, group, entries))
         live = {n: r for n, r in rewards.items() if r.weight != 0.0}
         self._rewards = [
@@ -147,11 +151,18 @@ class CompiledTerms:
             for i, (n, c) in enumerate(terminations.items())
         ]
         self.functions = {t.label: t.function.name for t in self._all()}
-        self.observation_dims = {
-            name: sum(size for _, _, size in entries) for name, _, entries in self._groups
-        }
         self.layout = {
-            name: [(t.label.rsplit(".", 1)[1], size, cfg.scale) for t, cfg, size in entries]
+            name: [
+                (t.label.rsplit(".", 1)[1], size * max(history, 1), cfg.scale)
+                for t, cfg, size, history in entries
+            ]
+            for name, _, entries in self._groups
+        }
+        self.observation_dims = {
+            name: sum(size for _, size, _ in terms) for name, terms in self.layout.items()
+        }
+        self.history = {
+            name: {t.label.rsplit(".", 1)[1]: h for t, _, _, h in entries if h > 0}
             for name, _, entries in self._groups
         }
         self._evaluate = codegen.evaluate_kernel(
@@ -161,12 +172,21 @@ class CompiledTerms:
         self._observe = None
         if self._groups:
             self._observe = codegen.observe_kernel(
-                [[(t.call, size) for t, _, size in entries] for _, _, entries in self._groups]
+                [[(t.call, size, h) for t, _, size, h in entries] for _, _, entries in self._groups]
             )
+        # observation histories: (label, array width) in the observe kernel's argument order
+        self._histories = [
+            (t.label, (h + 1) * size)
+            for _, _, entries in self._groups
+            for t, _, size, h in entries
+            if h > 0
+        ]
         stateful = [t for t in self._all() if t.state]
         self._reset = None
-        if stateful:
-            self._reset = codegen.reset_kernel([(t.call, tuple(t.state)) for t in stateful])
+        if stateful or self._histories:
+            self._reset = codegen.reset_kernel(
+                [(t.call, tuple(t.state)) for t in stateful], len(self._histories)
+            )
 
     def _term(self, kind: str, tag: str, label: str, func: TermFunction, given) -> _Term:
         struct = params_struct(kind, label, func)
@@ -183,7 +203,7 @@ class CompiledTerms:
         return _Term(label, func, call, params, state)
 
     def _all(self) -> list[_Term]:
-        obs = [t for _, _, entries in self._groups for t, _, _ in entries]
+        obs = [t for _, _, entries in self._groups for t, *_ in entries]
         return [*obs, *self._rewards, *(t for t, _ in self._terminations)]
 
     # ------------------------------------------------------------------ device side
@@ -216,6 +236,11 @@ class CompiledTerms:
                     )
                 setattr(p, field, self._resolve(t, field, var.type, t.params[field]))
             self._structs[t.call.arg] = p
+        self._history_arrays = []
+        for label, width in self._histories:
+            arr = wp.zeros((num_envs, width), dtype=float, device=device)
+            self._state_arrays[f"{label}.history"] = arr
+            self._history_arrays.append(arr)
         self._weights_wp = wp.array(self._weights, dtype=float, device=device)
         self._posts = [self._post(g, entries) for _, g, entries in self._groups]
 
@@ -259,7 +284,8 @@ class CompiledTerms:
 
     def _post(self, group: ObservationGroup, entries) -> codegen.ObsPost:
         cols: dict[str, list] = {k: [] for k in ("kind", "a", "b", "lo", "hi", "scale")}
-        for _, cfg, size in entries:
+        for _, cfg, frame, history in entries:
+            size = frame * max(history, 1)
             noise = cfg.noise
             kind, a, b = 0, 0.0, 0.0
             if isinstance(noise, UniformNoise):
@@ -291,34 +317,49 @@ class CompiledTerms:
             device=self._device,
         )
 
-    def observe(self, seed: int, counter: wp.array, obs: Mapping[str, wp.array]) -> None:
+    def observe(
+        self, seed: int, counter: wp.array, obs: Mapping[str, wp.array], commit: bool = True
+    ) -> None:
+        """Write every group into `obs` (one launch). `commit=False` leaves the observation
+        histories as they are: the final observation of a step (before its resets), which
+        the observation after the resets then commits."""
         if self._observe is None:
             return
-        terms = [t for _, _, entries in self._groups for t, _, _ in entries]
-        outs = []
-        for (name, _, _), post in zip(self._groups, self._posts, strict=True):
-            outs += [post, obs[name]]
+        terms = [t for _, _, entries in self._groups for t, *_ in entries]
+        outs, histories = [], iter(self._history_arrays)
+        for (name, _, entries), post in zip(self._groups, self._posts, strict=True):
+            outs += [post, obs[name], *(next(histories) for *_, h in entries if h > 0)]
         wp.launch(
             self._observe,
             dim=(self._n, max(self.observation_dims.values())),
-            inputs=[seed, counter, self.state, *self._params(terms), *outs],
+            inputs=[seed, counter, int(commit), self.state, *self._params(terms), *outs],
             device=self._device,
         )
 
     def reset(self, mask: wp.array) -> None:
-        """Zero the per-world term state of the worlds in `mask` (one launch; none without
-        state)."""
+        """Zero the per-world term state and observation histories of the worlds in `mask`
+        (one launch; none without either)."""
         if self._reset is None:
             return
         stateful = [t for t in self._all() if t.state]
-        inputs = [mask, *self._params(stateful)]
+        inputs = [mask, *self._params(stateful), *self._history_arrays]
         wp.launch(self._reset, dim=self._n, inputs=inputs, device=self._device)
 
     # ------------------------------------------------------------------ host side
     def state_arrays(self) -> dict[str, wp.array]:
         """The terms' per-world state, by name "<kind>.<term>.<field>" (e.g.
-        "rewards.feet_swing_height.peak"), each [N, size]."""
+        "rewards.feet_swing_height.peak"; an observation history:
+        "observations.<group>.<term>.history"), each [N, size]."""
         return dict(self._state_arrays)
+
+    def annotate(self, observations: Mapping[str, list[dict[str, Any]]]) -> None:
+        """Add each term's scale, and the history length of a term with history, to the
+        deployment entries {group: [entry, ...]} (entries in layout order)."""
+        for group, entries in observations.items():
+            for entry, (term, _, scale) in zip(entries, self.layout[group], strict=True):
+                entry["scale"] = float(scale)
+                if term in self.history[group]:
+                    entry["history_length"] = self.history[group][term]
 
     def set_weight(self, name: str, weight: float) -> None:
         """Change a live reward term's weight in place (no recompilation; a captured step reads

@@ -178,12 +178,19 @@ def _func(value: Any) -> TermFunction:
     return as_term_function(value)
 
 
+def _history(_inst: object, attr: attrs.Attribute, value: int | None) -> None:
+    if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 0):
+        raise ValueError(f"{attr.name} must be an int >= 0 (0: no history), got {value!r}")
+
+
 # ----------------------------------------------------------------------------- terms
 @attrs.frozen(kw_only=True)
 class ObservationTerm:
     """One observation term: `func(w, k, s, [p]) -> float` is value k of its `size` values.
     Post-processing as MJLab's: noise (only in groups with `enable_corruption`), then clip,
-    then scale."""
+    then scale, then history: `history_length` H > 0 gives the last H post-processed frames,
+    oldest first, flattened (H x size columns); after a reset the first frame fills them all
+    (MJLab's `history_length` with `flatten_history_dim`)."""
 
     func: TermFunction = attrs.field(converter=_func)
     params: Mapping[str, Any] = attrs.field(factory=dict, converter=dict)
@@ -191,14 +198,21 @@ class ObservationTerm:
     clip: tuple[float, float] | None = None
     scale: float = 1.0
     size: int | str | None = None  # overrides func.size
+    history_length: int = attrs.field(default=0, validator=_history)
 
 
 @attrs.frozen(kw_only=True)
 class ObservationGroup:
-    """An observation group: its terms concatenated in order into `[N, D]`."""
+    """An observation group: its terms concatenated in order into `[N, D]`. `history_length`
+    (not None) replaces every term's own, as MJLab's group setting."""
 
     terms: Mapping[str, ObservationTerm] = attrs.field(converter=dict)
     enable_corruption: bool = False
+    history_length: int | None = attrs.field(default=None, validator=_history)
+
+    def term_history(self, term: ObservationTerm) -> int:
+        """The history length `term` has in this group."""
+        return term.history_length if self.history_length is None else self.history_length
 
 
 @attrs.frozen(kw_only=True)
