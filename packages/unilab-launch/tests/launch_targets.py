@@ -98,8 +98,9 @@ def allreduce_for(seconds: float | str) -> int:
     so no rank enters a collective that another has already left."""
     end = time.monotonic() + float(seconds)
     count = 0
+    device = DistContext.from_env().device  # cuda:0 under NCCL
     while True:
-        go = torch.tensor([1.0 if time.monotonic() < end else 0.0])
+        go = torch.tensor([1.0 if time.monotonic() < end else 0.0], device=device)
         dist.all_reduce(go, op=dist.ReduceOp.MIN)
         if go.item() == 0.0:
             return count

@@ -1,6 +1,8 @@
 """What a one-host run listens on: loopback only, even where the hostname names a LAN address.
 
-The run is a real 2-worker CPU launch through the `unilab-launch` command, started inside a
+The run is a real launch through the `unilab-launch` command (2 CPU workers on gloo; on a
+machine with a GPU, also 1 GPU worker on NCCL, whose bootstrap sockets follow the launch's
+`NCCL_SOCKET_IFNAME`), started inside a
 private mount namespace (`unshare -m`) whose /etc/hosts maps this machine's name to one of its
 non-loopback addresses (the namespace ends with the run; the machine's own file is untouched).
 While the workers all-reduce, the test lists the TCP sockets in LISTEN state (/proc/net/tcp and
@@ -25,7 +27,7 @@ import pytest
 
 from unilab_launch.testing import interface_addresses, listening_sockets, process_tree
 
-pytestmark = [pytest.mark.slow, pytest.mark.timeout(180)]
+pytestmark = [pytest.mark.timeout(180)]
 
 TESTS = Path(__file__).resolve().parent
 
@@ -55,14 +57,29 @@ def _wait_for(path: Path, count: int, proc: subprocess.Popen, timeout_s: float) 
         time.sleep(0.1)
 
 
+@pytest.mark.slow
 def test_one_host_run_listens_on_loopback_only(tmp_path: Path) -> None:
+    # the launcher's control server, the first agent's store, each worker's gloo socket
+    _check_listening(tmp_path, "--cpu-workers 2 --num-threads 1", workers=2, sockets=4)
+
+
+@pytest.mark.gpu
+def test_one_gpu_nccl_run_listens_on_loopback_only(tmp_path: Path) -> None:
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("needs a CUDA GPU")
+    # the launcher's control server, the agent's store, NCCL's bootstrap sockets
+    _check_listening(tmp_path, "--gpus 0", workers=1, sockets=3)
+
+
+def _check_listening(tmp_path: Path, workers_flags: str, workers: int, sockets: int) -> None:
     address = _lan_address()
     prefix = _namespace_prefix()
     remap = address is not None and prefix is not None
     resolved = tmp_path / "resolved"
     log_dir = tmp_path / "logs"
     launch = (
-        f"{sys.executable} -m unilab_launch.cli --cpu-workers 2 --num-threads 1 "
+        f"{sys.executable} -m unilab_launch.cli {workers_flags} "
         f"--log-dir {log_dir} launch_targets:allreduce_for 6"
     )
     probe = "import socket; print(socket.gethostbyname(socket.gethostname()))"
@@ -78,7 +95,7 @@ def test_one_host_run_listens_on_loopback_only(tmp_path: Path) -> None:
         command, cwd=TESTS, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     )
     try:
-        _wait_for(log_dir / "pids", 2, proc, timeout_s=120)
+        _wait_for(log_dir / "pids", workers, proc, timeout_s=120)
         time.sleep(1.0)  # inside the all-reduce loop: every store and server is up
         seen: dict[tuple[str, int], int] = {}
         for _ in range(5):
@@ -91,8 +108,7 @@ def test_one_host_run_listens_on_loopback_only(tmp_path: Path) -> None:
     if remap:  # the run saw its hostname as a LAN address
         assert resolved.read_text().strip() == address
     assert proc.returncode == 0, err
-    # the launcher's control server, the first agent's store, each worker's gloo socket
-    assert len(seen) >= 4, f"the listing missed the run's sockets: {sorted(seen)}"
+    assert len(seen) >= sockets, f"the listing missed the run's sockets: {sorted(seen)}"
     outside = {
         key: pid for key, pid in seen.items() if not ipaddress.ip_address(key[0]).is_loopback
     }
