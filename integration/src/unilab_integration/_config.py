@@ -16,7 +16,7 @@ import json
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import attrs
 
@@ -52,6 +52,31 @@ DEFAULT_LOGGERS = ("console", "jsonl", "tensorboard")
 WANDB_MODES = ("online", "offline", "disabled")
 
 
+TERM_KINDS = ("observations", "rewards", "terminations")
+
+
+def _plain_terms(instance: Any, attribute: attrs.Attribute, value: Any) -> None:
+    """The term overrides in `env.kwargs` are plain data (JSON), so that the saved config
+    rebuilds the env: a term's function by name ("module:attr"), never a function object."""
+    for kind in TERM_KINDS:
+        if kind in value:
+            _check_plain(value[kind], f"env.{kind}")
+
+
+def _check_plain(value: Any, path: str) -> None:
+    if isinstance(value, Mapping):
+        for key, item in value.items():
+            _check_plain(item, f"{path}.{key}")
+    elif isinstance(value, list | tuple):
+        for item in value:
+            _check_plain(item, path)
+    elif not (value is None or isinstance(value, str | int | float | bool)):
+        raise ValueError(
+            f"{path}: a TrainConfig holds term overrides as plain data (saved with the run): "
+            f"give fields such as {{'func': 'module:attr', 'weight': -2.0}}, not {value!r}"
+        )
+
+
 @attrs.frozen(kw_only=True)
 class EnvConfig:
     """The environment: task name, env count and its scope, and task keyword overrides.
@@ -60,13 +85,19 @@ class EnvConfig:
     total when `scope == "global"` (split evenly; a count not divisible by the world size is
     refused). None (the default, and a task without defaults): not given, which training
     refuses, asking for `--num-envs` and `--env-scope`. `kwargs` go to
-    `unilab_envs.make(task, **kwargs)`.
+    `unilab_envs.make(task, **kwargs)`; among them a task composed of terms takes
+    `observations`, `rewards` and `terminations` overrides as plain data
+    (`unilab_envs.terms.overrides`: {"upright": {"weight": 2.0}, "foot_slip": None, ...}), which
+    the keys `env.rewards.<term>.<field>`, `env.observations.<group>.<term>.<field>` and
+    `env.terminations.<term>.<field>` set (`OVERRIDE_ROUTES`).
     """
+
+    OVERRIDE_ROUTES: ClassVar[dict[str, str]] = dict.fromkeys(TERM_KINDS, "kwargs")
 
     task: str = attrs.field(validator=text)
     num_envs: int | None = attrs.field(default=None, validator=optional(positive_int))
     scope: str = attrs.field(default="per-rank", validator=one_of(*ENV_SCOPES))
-    kwargs: dict[str, Any] = attrs.field(factory=dict)
+    kwargs: dict[str, Any] = attrs.field(factory=dict, validator=_plain_terms)
 
     def per_rank(self, world_size: int) -> int:
         """Envs on each rank for `world_size` ranks (ValueError if a global count won't split,

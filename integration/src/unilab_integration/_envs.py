@@ -10,6 +10,8 @@ import importlib
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
+from ._config import TERM_KINDS
+
 if TYPE_CHECKING:
     from unilab_dist import DistContext
 
@@ -19,6 +21,7 @@ __all__ = [
     "check_builtin_task",
     "check_named_imports",
     "check_task",
+    "check_term_imports",
     "import_modules",
     "make_env",
     "success_threshold",
@@ -85,22 +88,60 @@ def check_task(task: str) -> None:
         raise ValueError(f"unknown task '{task}'; tasks: {', '.join(sorted(names))}")
 
 
-def check_env_options(task: str, kwargs: dict[str, Any]) -> None:
+def check_env_options(task: str, kwargs: dict[str, Any], imports: Iterable[str] = ()) -> None:
     """`env.kwargs` checked in the launcher as the workers' `unilab_envs.make` checks them: an
     unknown option or a value the task refuses is a ValueError naming it, before any worker
-    starts. A robot MJCF that this process cannot find is left to the workers, which report it
-    with the ways to provide it (on other hosts it may be there)."""
+    starts; so is a term function from a module outside `imports` (`check_term_imports`). A
+    robot MJCF that this process cannot find is left to the workers, which report it with the
+    ways to provide it (on other hosts it may be there)."""
     import unilab_envs
     from unilab_envs.tasks.robots import RobotFileNotFoundError
 
+    check_term_imports(kwargs, imports)
     try:
         unilab_envs.check_overrides(task, **kwargs)
     except RobotFileNotFoundError:
         return
-    except (TypeError, ValueError) as e:
+    except (TypeError, ValueError, KeyError) as e:
         # attrs' validators raise ValueError(message, attribute, ...): the message alone
         why = e.args[0] if e.args and isinstance(e.args[0], str) else str(e)
+        if why.startswith(tuple(f"{kind}." for kind in TERM_KINDS)):
+            raise ValueError(f"task '{task}': env.{why}") from None
         raise ValueError(f"env.kwargs of task '{task}': {why}") from None
+
+
+def term_functions(kwargs: dict[str, Any]) -> dict[str, str]:
+    """{"env.rewards.<term>.func": "module:attr"} of the term overrides in `env.kwargs` that
+    name a function of a module."""
+    found: dict[str, str] = {}
+
+    def visit(terms: Any, path: str) -> None:
+        for name, fields in (terms or {}).items() if isinstance(terms, dict) else ():
+            func = fields.get("func") if isinstance(fields, dict) else None
+            if isinstance(func, str) and ":" in func:
+                found[f"{path}.{name}.func"] = func
+
+    visit(kwargs.get("rewards"), "env.rewards")
+    visit(kwargs.get("terminations"), "env.terminations")
+    groups = kwargs.get("observations")
+    for group, terms in groups.items() if isinstance(groups, dict) else ():
+        visit(terms, f"env.observations.{group}")
+    return found
+
+
+def check_term_imports(kwargs: dict[str, Any], imports: Iterable[str]) -> None:
+    """Refuse a term function ("module:attr") whose module this command does not import
+    (`runner.imports`, `--import`) and that is not one of unilab_envs': a config never chooses
+    code to run."""
+    imports = set(imports)
+    for path, func in term_functions(kwargs).items():
+        module = func.partition(":")[0]
+        if module in imports or module == "unilab_envs" or module.startswith("unilab_envs."):
+            continue
+        raise ValueError(
+            f"{path} is {func!r}, from a module this command does not import; a config never "
+            f"chooses code to run: if you trust it, add --import {module}"
+        )
 
 
 def check_builtin_task(task: str) -> None:

@@ -106,7 +106,8 @@ def apply_overrides(config: Any, overrides: Iterable[str]) -> Any:
     """Apply `a.b.c=value` strings to a frozen attrs config, returning a new one.
 
     Keys into a dict-valued field (e.g. `env.kwargs.terrain=rough`) add or replace that
-    entry; keys into a config field that is None (`algo.rnd.weight=0.1`) build that config
+    entry, and nested keys the entries below it (`env.rewards.upright.weight=2.0`, a key that
+    `EnvConfig.OVERRIDE_ROUTES` sends into `env.kwargs`); keys into a config field that is None (`algo.rnd.weight=0.1`) build that config
     from its defaults. Bad syntax or unknown keys raise ValueError, values of the wrong type
     TypeError, each naming the offending key.
     """
@@ -133,9 +134,27 @@ def _hints(cls: type) -> dict[str, Any]:
         return {}
 
 
+def _routed(cls: type, tree: Mapping[str, Any]) -> Mapping[str, Any]:
+    """`tree` with the keys that `cls.OVERRIDE_ROUTES` ({key: dict field}) sends into a dict
+    field moved there: `env.rewards.x=...` is `env.kwargs.rewards.x=...`."""
+    routes = getattr(cls, "OVERRIDE_ROUTES", {})
+    moved = [k for k in tree if k in routes]
+    if not moved:
+        return tree
+    out = dict(tree)
+    for key in moved:
+        target = routes[key]
+        inner = out.get(target, {})
+        if not isinstance(inner, Mapping):
+            raise ValueError(f"give '{key}' inside '{target}' or beside it, not both")
+        out[target] = _merge(dict(inner), {key: out.pop(key)})
+    return out
+
+
 def _apply_tree(cls: type, config: Any, tree: Mapping[str, Any], prefix: str) -> Any:
     """`config` (an instance of `cls`, or None: build `cls` from its defaults) with `tree`."""
     names = [f.name for f in attrs.fields(cls)]
+    tree = _routed(cls, tree)
     hints = _hints(cls)
     changes: dict[str, Any] = {}
     for key, value in tree.items():
@@ -175,7 +194,7 @@ def _convert(tp: Any, current: Any, value: Any, key: str) -> Any:
         if attrs.has(type(current)):
             return _build(type(current), current, _again(raw, value), key)
         if isinstance(current, Mapping) and isinstance(value, Mapping):
-            return {**current, **_plain(value)}
+            return _merge(dict(current), _plain(value))
         return _tuple_deep(_plain(value))
     if origin is typing.Union or origin is types.UnionType:
         arms = typing.get_args(tp)
@@ -202,8 +221,8 @@ def _convert(tp: Any, current: Any, value: Any, key: str) -> Any:
     if origin is dict or tp is dict or origin is Mapping:
         if not isinstance(value, Mapping):
             raise _Mismatch
-        base = current if isinstance(current, Mapping) else {}
-        return {**base, **_plain(value)}
+        base = dict(current) if isinstance(current, Mapping) else {}
+        return _merge(base, _plain(value))
     if tp is bool:
         if not isinstance(value, bool):
             raise _Mismatch

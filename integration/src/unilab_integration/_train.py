@@ -119,7 +119,7 @@ def _validate(config: TrainConfig, resume: str | None) -> tuple[int, dict | None
     """`validate`, also returning the resume checkpoint (None without one)."""
     import_modules(config.runner.imports)
     check_task(config.task)
-    check_env_options(config.task, dict(config.env.kwargs))
+    check_env_options(config.task, dict(config.env.kwargs), config.runner.imports)
     check_sinks(config.runner.loggers)
     run = config.runner
     if run.iterations is None and run.env_steps is None and not run.until_solved:

@@ -17,14 +17,28 @@ if TYPE_CHECKING:
     from unilab_envs._core.env import VecEnv
     from unilab_envs._core.task import Task
 
-__all__ = ["check_overrides", "list_tasks", "make", "make_task", "register_task"]
+__all__ = [
+    "TERM_OVERRIDES",
+    "check_overrides",
+    "list_tasks",
+    "make",
+    "make_task",
+    "register_task",
+    "term_tasks",
+]
 
 TaskFactory = Callable[..., "Task"]
 _REGISTERED: dict[str, TaskFactory] = {}
 
+TERM_OVERRIDES = ("observations", "rewards", "terminations")
+"""The overrides that change a task's terms (`unilab_envs.terms.overrides`): only the tasks
+composed of terms take them, those whose factory names them as parameters."""
+
 
 def register_task(name: str, factory: TaskFactory, *, overwrite: bool = False) -> None:
-    """Register `factory(**overrides) -> Task` under `name` (ValueError if taken)."""
+    """Register `factory(**overrides) -> Task` under `name` (ValueError if taken). A task
+    composed of terms takes term overrides when its factory names the parameters
+    `observations`, `rewards`, `terminations` (`TERM_OVERRIDES`)."""
     if not callable(factory):
         raise TypeError(f"factory for {name!r} is not callable: {factory!r}")
     if not overwrite and (name in _REGISTERED or name in BUILTIN_TASKS):
@@ -46,9 +60,24 @@ def _factory(name: str) -> TaskFactory:
     return getattr(importlib.import_module(module), attr)
 
 
+def _takes_terms(factory: TaskFactory) -> bool:
+    return set(TERM_OVERRIDES) <= set(inspect.signature(factory).parameters)
+
+
+def term_tasks() -> list[str]:
+    """The tasks that take term overrides (`TERM_OVERRIDES`): those composed of terms."""
+    return [name for name in list_tasks() if _takes_terms(_factory(name))]
+
+
 def make_task(name: str, **overrides: Any) -> Task:
     """Build the task `name` alone (no env) with keyword overrides for its factory."""
     factory = _factory(name)
+    given = [k for k in TERM_OVERRIDES if k in overrides]
+    if given and not _takes_terms(factory):
+        raise ValueError(
+            f"task {name!r} is not composed of terms: it takes no {given[0]} overrides (the "
+            f"tasks that do: {', '.join(term_tasks())})"
+        )
     params = inspect.signature(factory).parameters.values()
     if not any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params):
         known = {p.name for p in params}

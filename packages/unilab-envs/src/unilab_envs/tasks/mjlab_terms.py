@@ -9,7 +9,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-import attrs
 import numpy as np
 
 from unilab_envs import mdp
@@ -25,7 +24,7 @@ from unilab_envs.terms import (
     TerminationTerm,
     UniformNoise,
 )
-from unilab_envs.terms.config import closest
+from unilab_envs.terms.overrides import merge_groups, merge_terms
 
 # Arrays of the task that the terms read and write, by `Ref` name (rough: also "touch_force",
 # "scan_pnt", "scan_vec", "scan_dist", "scan_heights").
@@ -186,18 +185,6 @@ def feet_params(c: Any, host: Mapping[str, np.ndarray]) -> dict[str, Any]:
     }
 
 
-def _merge(own: Mapping[str, Any], user: Mapping[str, Any]) -> dict[str, Any]:
-    out = dict(own)
-    for name, value in user.items():
-        if value is None:
-            if name not in out:
-                raise closest(name, out, "term to remove")
-            del out[name]
-        else:
-            out[name] = value
-    return out
-
-
 def task_terms(
     c: Any,
     num_feet: int,
@@ -205,18 +192,11 @@ def task_terms(
     normal_idx: Any = None,
     bounds: tuple[float, float] | None = None,
 ) -> dict[str, Any]:
-    """The task's observation groups, rewards and terminations with the config's own terms
-    (`rewards`, `observations`, `terminations`) merged in: the keyword arguments of
-    `CompiledTerms`."""
-    groups = observations(c, num_feet, feet)
-    unknown = set(c.observations) - set(groups)
-    if unknown:
-        raise closest(sorted(unknown)[0], groups, "observation group")
-    for name, extra in c.observations.items():
-        group = groups[name]
-        groups[name] = attrs.evolve(group, terms=_merge(group.terms, extra))
+    """The task's observation groups, rewards and terminations with the config's overrides
+    (`rewards`, `observations`, `terminations`: term objects or plain data,
+    `unilab_envs.terms.overrides`) applied: the keyword arguments of `CompiledTerms`."""
     return {
-        "observations": groups,
-        "rewards": _merge(rewards(c, feet, normal_idx), c.rewards),
-        "terminations": _merge(terminations(c, bounds), c.terminations),
+        "observations": merge_groups(observations(c, num_feet, feet), c.observations),
+        "rewards": merge_terms("rewards", rewards(c, feet, normal_idx), c.rewards),
+        "terminations": merge_terms("terminations", terminations(c, bounds), c.terminations),
     }

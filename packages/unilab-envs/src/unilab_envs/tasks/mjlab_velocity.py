@@ -279,9 +279,10 @@ class MjlabVelocityConfig:
     # MuJoCo Warp's broadphase (`TaskSpec.broadphase`; None: MuJoCo Warp's choice, as MJLab's
     # SimulationCfg.broadphase=None)
     broadphase: str | None = None
-    # ---- terms of the user's: added to the task's own, replacing one of the
-    # same name; None removes one. {name: RewardTerm | None}, {group: {name: ObservationTerm |
-    # None}} (new terms go at the end of the group), {name: TerminationTerm | None}.
+    # ---- the user's term overrides (`unilab_envs.terms.overrides`): {name: RewardTerm, a
+    # mapping of fields to change or, with a func, a new term (plain data: {"weight": 2.0}),
+    # or None (removes it)}; observations {group: {name: ...}} (new terms go at the end of
+    # the group); terminations as rewards.
     rewards: Mapping[str, Any] = attrs.field(factory=dict, converter=dict)
     observations: Mapping[str, Mapping[str, Any]] = attrs.field(factory=dict, converter=dict)
     terminations: Mapping[str, Any] = attrs.field(factory=dict, converter=dict)
@@ -781,11 +782,30 @@ class MjlabVelocityTask(Task):
         )  # fmt: skip
 
 
-def make_go1_velocity_flat(robot: RobotConfig | None = None, **overrides) -> MjlabVelocityTask:
-    """`go1-velocity-flat`: MJLab's `Mjlab-Velocity-Flat-Unitree-Go1`; `overrides` are
+TermOverrides = Mapping[str, Any] | None
+
+
+def _terms(observations, rewards, terminations) -> dict[str, Any]:
+    """The term overrides given to a factory, as `MjlabVelocityConfig` fields (the factories
+    name them so that the registry knows these tasks take them)."""
+    given = {"observations": observations, "rewards": rewards, "terminations": terminations}
+    return {k: v for k, v in given.items() if v is not None}
+
+
+def make_go1_velocity_flat(
+    robot: RobotConfig | None = None,
+    *,
+    observations: TermOverrides = None,
+    rewards: TermOverrides = None,
+    terminations: TermOverrides = None,
+    **overrides,
+) -> MjlabVelocityTask:
+    """`go1-velocity-flat`: MJLab's `Mjlab-Velocity-Flat-Unitree-Go1`; `observations`,
+    `rewards`, `terminations` change its terms (see `MjlabVelocityConfig`), `overrides` are
     `MjlabVelocityConfig` fields. `robot` defaults to `unilab_envs.tasks.robots.go1()`."""
     if robot is None:
         robot = robots.go1()  # RobotFileNotFoundError names the ways to provide go1.xml
+    overrides.update(_terms(observations, rewards, terminations))
     return MjlabVelocityTask(robot, MjlabVelocityConfig(**overrides), "go1-velocity-flat")
 
 
@@ -847,11 +867,19 @@ def g1_flat_config(robot: RobotConfig, **overrides) -> MjlabVelocityConfig:
     return MjlabVelocityConfig(**fields)
 
 
-def make_g1_velocity_flat(robot: RobotConfig | None = None, **overrides) -> MjlabVelocityTask:
-    """`g1-velocity-flat`: MJLab's `Mjlab-Velocity-Flat-Unitree-G1`; `overrides` are
-    `MjlabVelocityConfig` fields. `robot` defaults to `unilab_envs.tasks.robots.g1()`."""
+def make_g1_velocity_flat(
+    robot: RobotConfig | None = None,
+    *,
+    observations: TermOverrides = None,
+    rewards: TermOverrides = None,
+    terminations: TermOverrides = None,
+    **overrides,
+) -> MjlabVelocityTask:
+    """`g1-velocity-flat`: MJLab's `Mjlab-Velocity-Flat-Unitree-G1`; term overrides and
+    `overrides` as `make_go1_velocity_flat`'s. `robot` defaults to `robots.g1()`."""
     if robot is None:
         robot = robots.g1()  # RobotFileNotFoundError names the ways to provide g1.xml
+    overrides.update(_terms(observations, rewards, terminations))
     return MjlabVelocityTask(robot, g1_flat_config(robot, **overrides), "g1-velocity-flat")
 
 
@@ -903,17 +931,34 @@ def g1_rough_config(robot: RobotConfig, **overrides) -> MjlabVelocityConfig:
     return g1_flat_config(robot, **fields)
 
 
-def make_go1_velocity_rough(robot: RobotConfig | None = None, **overrides) -> MjlabVelocityTask:
+def make_go1_velocity_rough(
+    robot: RobotConfig | None = None,
+    *,
+    observations: TermOverrides = None,
+    rewards: TermOverrides = None,
+    terminations: TermOverrides = None,
+    **overrides,
+) -> MjlabVelocityTask:
     """`go1-velocity-rough`: MJLab's `Mjlab-Velocity-Rough-Unitree-Go1` (terrain grid,
-    height scans, terrain levels); `overrides` are `MjlabVelocityConfig` fields."""
+    height scans, terrain levels); term overrides and `overrides` as
+    `make_go1_velocity_flat`'s."""
     if robot is None:
         robot = robots.go1()
+    overrides.update(_terms(observations, rewards, terminations))
     return MjlabVelocityTask(robot, go1_rough_config(**overrides), "go1-velocity-rough")
 
 
-def make_g1_velocity_rough(robot: RobotConfig | None = None, **overrides) -> MjlabVelocityTask:
-    """`g1-velocity-rough`: MJLab's `Mjlab-Velocity-Rough-Unitree-G1`; `overrides` are
-    `MjlabVelocityConfig` fields."""
+def make_g1_velocity_rough(
+    robot: RobotConfig | None = None,
+    *,
+    observations: TermOverrides = None,
+    rewards: TermOverrides = None,
+    terminations: TermOverrides = None,
+    **overrides,
+) -> MjlabVelocityTask:
+    """`g1-velocity-rough`: MJLab's `Mjlab-Velocity-Rough-Unitree-G1`; term overrides and
+    `overrides` as `make_go1_velocity_flat`'s."""
     if robot is None:
         robot = robots.g1()
+    overrides.update(_terms(observations, rewards, terminations))
     return MjlabVelocityTask(robot, g1_rough_config(robot, **overrides), "g1-velocity-rough")

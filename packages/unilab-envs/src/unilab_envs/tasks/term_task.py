@@ -25,6 +25,7 @@ from unilab_envs.tasks.robots import RobotConfig
 from unilab_envs.tasks.velocity import joint_position_info, named_ids, robot_spec
 from unilab_envs.terms import CompiledTerms, Scene, robot_state
 from unilab_envs.terms.config import ObservationGroup, RewardTerm, TerminationTerm, closest
+from unilab_envs.terms.overrides import merge_groups, merge_terms, nest
 
 __all__ = ["TermTask", "TermTaskConfig", "with_overrides"]
 
@@ -49,29 +50,22 @@ class TermTaskConfig:
 
 
 def with_overrides(config: TermTaskConfig, overrides: Mapping[str, Any]) -> TermTaskConfig:
-    """`config` with dotted overrides applied, e.g. {"rewards.action_rate_l2.weight": -0.2,
-    "rewards.upright.params.std": 0.3, "rewards.lin_vel_z": None (removes the term)}; an
-    unknown kind, term or field raises KeyError naming the closest names."""
-    for path, value in overrides.items():
-        kind, _, rest = path.partition(".")
-        if kind not in ("rewards", "terminations"):
-            raise closest(kind, ("rewards", "terminations"), "term kind")
-        terms = dict(getattr(config, kind))
-        name, _, field = rest.partition(".")
-        if name not in terms:
-            raise closest(name, terms, f"{kind[:-1]} term")
-        if value is None and not field:
-            del terms[name]
-        elif field.startswith("params."):
-            t = terms[name]
-            terms[name] = attrs.evolve(t, params={**t.params, field[7:]: value})
-        else:
-            known = [f.name for f in attrs.fields(type(terms[name])) if f.name != "func"]
-            if field not in known:
-                raise closest(field, known, f"field of {kind}.{name}")
-            terms[name] = attrs.evolve(terms[name], **{field: value})
-        config = attrs.evolve(config, **{kind: terms})
-    return config
+    """`config` with overrides applied (`unilab_envs.terms.overrides`), by dotted key or nested:
+    {"rewards.action_rate_l2.weight": -0.2, "rewards.upright.params.std": 0.3,
+    "rewards.lin_vel_z": None (removes the term), "observations.policy.height.scale": 2.0}.
+    Unknown kinds, groups, terms or fields raise KeyError naming the closest names, values of
+    the wrong type TypeError naming their path."""
+    kinds = ("observations", "rewards", "terminations")
+    tree = nest(overrides)
+    for kind in tree:
+        if kind not in kinds:
+            raise closest(kind, kinds, "term kind")
+    return attrs.evolve(
+        config,
+        observations=merge_groups(config.observations, tree.get("observations", {})),
+        rewards=merge_terms("rewards", config.rewards, tree.get("rewards", {})),
+        terminations=merge_terms("terminations", config.terminations, tree.get("terminations", {})),
+    )
 
 
 @wp.kernel

@@ -33,7 +33,7 @@ from unilab_envs.terms.config import (
     UniformNoise,
     closest,
 )
-from unilab_envs.terms.signature import params_struct
+from unilab_envs.terms.signature import check_params, params_struct
 from unilab_envs.terms.state import EnvState
 
 __all__ = ["CompiledTerms", "Scene"]
@@ -198,6 +198,7 @@ class CompiledTerms:
                 f"{label}: {func.name} has no parameters {extra} (its parameters: "
                 f"{sorted(set(fields) - set(func.state)) or 'none'})"
             )
+        check_params(label, struct, params)
         state = {f: self.scene.count(s, params, label) for f, s in func.state.items()}
         call = codegen.Call(f"p_{tag}", func.func, struct)
         return _Term(label, func, call, params, state)

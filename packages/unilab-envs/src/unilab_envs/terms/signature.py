@@ -4,11 +4,13 @@ the term's name and what was expected, never a warp code-generation traceback.""
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Mapping, Sequence
 from typing import Any
 
+import numpy as np
 import warp as wp
 
-from unilab_envs.terms.config import TermFunction
+from unilab_envs.terms.config import Bodies, Joints, Ref, Sensors, Sites, TermFunction
 from unilab_envs.terms.state import EnvState
 
 # kind -> (leading argument types, return type, the signature as users read it)
@@ -74,3 +76,48 @@ def params_struct(kind: str, label: str, term: TermFunction) -> Any | None:
                 f"the field `{field}: wp.array2d(dtype=float)`"
             )
     return params
+
+
+_BY_NAME = (Joints, Bodies, Sites, Sensors)
+
+
+def check_params(label: str, struct: Any, params: Mapping[str, Any]) -> None:
+    """TypeError naming `label`.params.<name> and what the field takes when a given value
+    cannot fill its field of the parameter struct (checked when the task is built, before any
+    array is made)."""
+    fields = struct.vars if struct is not None else {}
+    for name, value in params.items():
+        var = fields.get(name)
+        if var is None:
+            continue
+        expected = _takes(var.type, value)
+        if expected is not None:
+            raise TypeError(f"{label}.params.{name} takes {expected}, not {value!r}")
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, int | float | np.number) and not isinstance(value, bool)
+
+
+def _takes(typ: Any, value: Any) -> str | None:
+    """None when `value` fits the field type `typ`, else what the field takes."""
+    if wp.types.is_array(typ):
+        if isinstance(value, (Ref, *_BY_NAME, np.ndarray)) or _number(value):
+            return None
+        if isinstance(value, Sequence) and not isinstance(value, str):
+            items = np.asarray(value, dtype=object).ravel()
+            if all(_number(v) for v in items):
+                return None
+        return "a number (one per joint), a list of numbers or Joints/Bodies/Sites/Sensors/Ref"
+    if wp.types.type_is_vector(typ):
+        n = typ._length_
+        ok = isinstance(value, Sequence | np.ndarray) and not isinstance(value, str)
+        if ok and len(value) == n and all(_number(v) for v in value):
+            return None
+        return f"a list of {n} numbers"
+    if typ in (int, wp.int32):
+        ok = isinstance(value, _BY_NAME) or (_number(value) and float(value).is_integer())
+        return None if ok else "an integer or Joints/Bodies/Sites/Sensors by name"
+    if typ in (float, wp.float32):
+        return None if _number(value) else "a number"
+    return None
