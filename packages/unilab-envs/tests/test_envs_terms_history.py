@@ -135,3 +135,15 @@ def test_a_negative_history_is_refused():
         _steps(-1)
     with pytest.raises(ValueError, match="history_length must be an int >= 0"):
         terms.ObservationGroup(terms={}, history_length=-2)
+
+
+def test_a_history_is_set_by_plain_data():
+    from unilab_envs.tasks.term_task import with_overrides
+
+    config = _env(history=0).task.config
+    longer = with_overrides(config, {"observations.policy.steps.history_length": 4})
+    task = TermTask(robots.quadruped(), longer, "quadruped-history")
+    assert task.terms.history["policy"] == {"steps": 4}
+    assert task.spec.observation_dims["policy"] == 3 + 2 * 4
+    with pytest.raises(TypeError, match="history_length takes an integer >= 0"):
+        with_overrides(config, {"observations.policy.steps.history_length": -1})

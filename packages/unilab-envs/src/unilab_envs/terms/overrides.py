@@ -45,7 +45,10 @@ __all__ = ["KINDS", "merge_groups", "merge_terms", "nest", "resolve_function"]
 
 # the config key of each kind of term -> (term class, the fields plain data may set)
 KINDS: dict[str, tuple[type, tuple[str, ...]]] = {
-    "observations": (ObservationTerm, ("func", "params", "scale", "clip", "noise", "size")),
+    "observations": (
+        ObservationTerm,
+        ("func", "params", "scale", "clip", "noise", "size", "history_length"),
+    ),
     "rewards": (RewardTerm, ("func", "weight", "params")),
     "terminations": (TerminationTerm, ("func", "params", "time_out")),
 }
@@ -263,8 +266,15 @@ def _size(value: Any, path: str) -> int | str | None:
     )
 
 
+def _history(value: Any, path: str) -> int:
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+        return value
+    raise TypeError(f"{path} takes an integer >= 0 (0: no history), not {value!r}")
+
+
 _CONVERT = {
     "func": resolve_function,
+    "history_length": _history,
     "weight": _number,
     "scale": _number,
     "time_out": _flag,
