@@ -38,6 +38,7 @@ def allreduce_report(scale: float) -> dict:
         "copied_env": os.environ.get("MUJOCO_TEST_FLAG"),
         "pid": os.getpid(),
         "ppid": os.getppid(),  # the host's agent (or its process starter)
+        "socket_ifnames": [os.environ.get(k) for k in ("GLOO_SOCKET_IFNAME", "NCCL_SOCKET_IFNAME")],
     }
 
 

@@ -14,6 +14,7 @@ import pytest
 import torch
 
 from unilab_launch import LaunchConfig, WorkerFailedError, launch
+from unilab_launch._net import interface_of
 from unilab_launch._worker import process_start_ticks
 
 pytestmark = pytest.mark.slow
@@ -30,6 +31,8 @@ def _no_worker_alive(run_dir: Path, world_size: int) -> None:
 
 def test_launch_four_cpu_workers_all_reduce(tmp_path: Path, monkeypatch) -> None:
     monkeypatch.setenv("MUJOCO_TEST_FLAG", "copied")
+    for name in ("GLOO_SOCKET_IFNAME", "NCCL_SOCKET_IFNAME"):
+        monkeypatch.delenv(name, raising=False)  # the launch chooses them
     log_dir = tmp_path / "logs"
     config = LaunchConfig(
         cpu_workers=4,
@@ -49,6 +52,8 @@ def test_launch_four_cpu_workers_all_reduce(tmp_path: Path, monkeypatch) -> None
         assert o["sum"] == 0.5 * (1 + 2 + 3 + 4)
         assert o["threads"] == 1
         assert (o["custom_env"], o["copied_env"]) == ("42", "copied")
+        # a one-host run: gloo's and NCCL's sockets on the loopback interface
+        assert o["socket_ifnames"] == [interface_of("127.0.0.1")] * 2 != [None] * 2
     assert [o["seed"] for o in out] == [11, 12, 13, 14]
     for o in out:
         torch.manual_seed(o["seed"])
