@@ -12,7 +12,7 @@ from unilab_dist import DistContext
 from unilab_envs import VecEnv
 from unilab_envs.tasks.cartpole import make_cartpole_balance
 from unilab_integration import apply_overrides, make_config
-from unilab_integration._policy import play_episodes
+from unilab_integration._play import play_episodes
 from unilab_integration._runners import OnPolicyRunner
 
 UNBOUNDED = "cartpole-unbounded-test"

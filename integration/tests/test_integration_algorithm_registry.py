@@ -35,7 +35,7 @@ def toy(monkeypatch):
 
 def test_a_registered_algorithm_trains_plays_and_resumes_end_to_end(toy, tmp_path):
     from unilab_integration import ALGORITHMS, apply_overrides, load_checkpoint, make_config, train
-    from unilab_integration._policy import play_episodes
+    from unilab_integration._play import play_episodes
 
     assert "toy" in ALGORITHMS
     settings = [

@@ -8,8 +8,8 @@ import pytest
 
 import unilab_integration
 from unilab_integration import ALGORITHMS, PRESETS
+from unilab_integration._cli import build_parser
 from unilab_integration._envs import BUILTIN_TASK_NAMES
-from unilab_integration.cli import _parser
 from unilab_launch.testing import run_console_script
 
 HEAVY = (
@@ -104,7 +104,7 @@ def test_builtin_task_names_equal_the_envs_registry():
 
 
 def test_argparse_choices_are_the_registries():
-    train = _parser()._subparsers._group_actions[0].choices["train"]
+    train = build_parser()._subparsers._group_actions[0].choices["train"]
     choices = {a.dest: a.choices for a in train._actions if a.choices is not None}
     assert tuple(choices["preset"]) == PRESETS == ("default", "rsl_rl")
     # --algo takes registered algorithms too (register_algorithm), so it is checked after
@@ -120,3 +120,36 @@ def test_the_lazy_facade_lists_every_public_name():
         assert getattr(unilab_integration, name) is not None
     with pytest.raises(AttributeError, match="no attribute 'nope'"):
         unilab_integration.nope  # noqa: B018
+
+
+# What only the commands that read a policy need: MJLab's checkpoints and tracking evaluator,
+# ONNX export, video and the play loop. Named by what they define, not by module, so that the
+# check holds whatever file holds them.
+POLICY_ONLY = ("load_policy_checkpoint", "evaluate_tracking", "export_onnx", "play_episodes")
+
+_LOADED = (
+    "import sys, {module}; mods = [m for n, m in list(sys.modules.items()) "
+    "if n.startswith('unilab_integration.')]; "
+    "print(sorted({{name for m in mods for name in {names!r} if name in vars(m)}}))"
+)
+
+
+@pytest.mark.parametrize(
+    "module",
+    [
+        "unilab_integration.cli",  # `unilab list` and the launching process of `unilab train`
+        "unilab_integration._runners",  # what a training worker imports
+    ],
+)
+def test_train_and_list_load_no_mjlab_export_or_play_code(module):
+    import subprocess
+    import sys
+
+    code = _LOADED.format(module=module, names=POLICY_ONLY)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]", out.stdout
+
+
+def test_list_imports_no_mjlab_module():
+    run = run_console_script("unilab", ["list"], watch=("unilab_integration._mjlab",))
+    assert run.code == 0 and run.imported == [], run.stderr

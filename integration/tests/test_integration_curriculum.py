@@ -3,7 +3,8 @@
 import math
 
 from unilab_envs import LevelCurriculum
-from unilab_integration._runners._stats import curriculum_metrics, means_from_sums
+from unilab_integration._episodes import means_from_sums
+from unilab_integration._runners._stats import curriculum_metrics
 
 
 def test_curriculum_metrics_use_the_env_names_and_nan_for_missing() -> None:
@@ -31,7 +32,7 @@ def test_a_level_curriculum_moves_on_runner_metrics() -> None:
 def test_play_restores_the_trained_curriculum_level() -> None:
     from types import SimpleNamespace
 
-    from unilab_integration._policy import restore_curriculum
+    from unilab_integration._restore import restore_curriculum
 
     def env():
         curriculum = LevelCurriculum(metric="track_lin_vel", num_levels=5, up_threshold=1.0)

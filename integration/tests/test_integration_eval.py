@@ -11,7 +11,8 @@ from torch import nn
 
 from unilab_dist import DistContext
 from unilab_integration import apply_overrides, make_config
-from unilab_integration._policy import PolicyStepper, play_episodes
+from unilab_integration._play import play_episodes
+from unilab_integration._rollout import PolicyStepper
 from unilab_integration._runners import OffPolicyRunner, OnPolicyRunner
 from unilab_integration._runners._eval import eval_means
 

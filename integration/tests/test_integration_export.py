@@ -21,7 +21,8 @@ from unilab_integration import (
     read_onnx_metadata,
 )
 from unilab_integration._checkpoint import save_checkpoint
-from unilab_integration._policy import PolicyStepper, policy_from_checkpoint
+from unilab_integration._restore import policy_from_checkpoint
+from unilab_integration._rollout import PolicyStepper
 from unilab_integration._runners import OffPolicyRunner, OnPolicyRunner
 from unilab_integration.cli import main
 

@@ -9,8 +9,8 @@ import torch
 from tensordict import TensorDict
 
 from unilab_integration import NonFiniteError
+from unilab_integration._episodes import EpisodeStats, means_from_sums
 from unilab_integration._runners._guards import ObservationGuard, check_losses, check_modules
-from unilab_integration._runners._stats import EpisodeStats, means_from_sums
 
 
 def _step(done, ret, length, term):

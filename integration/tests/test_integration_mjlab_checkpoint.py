@@ -15,8 +15,8 @@ import pytest
 import torch
 
 from unilab_integration import CheckpointError
-from unilab_integration._mjlab_checkpoint import load_policy_checkpoint
-from unilab_integration._policy import policy_from_checkpoint
+from unilab_integration._mjlab import load_policy_checkpoint
+from unilab_integration._restore import policy_from_checkpoint
 
 DATA = Path(__file__).resolve().parents[2] / "packages/unilab-envs/tests/data/mjlab"
 # task -> (actor obs, critic obs, actions): the task's observation_dims and action_dim

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from _untrained_checkpoint import write_untrained_cartpole_run
 
-from unilab_integration._policy import play_episodes
+from unilab_integration._play import play_episodes
 from unilab_integration.cli import main
 
 

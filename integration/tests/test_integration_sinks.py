@@ -22,7 +22,8 @@ from unilab_integration import (
     register_sink,
     sink_names,
 )
-from unilab_integration.cli import _parser, build_config, main
+from unilab_integration._cli import build_parser
+from unilab_integration.cli import build_config, main
 
 
 class Recorder:
@@ -152,7 +153,7 @@ def test_runner_loggers_are_the_one_key_for_sinks():
 
 
 def test_loggers_flag_and_wandb_settings():
-    args = _parser().parse_args(
+    args = build_parser().parse_args(
         [
             "train",
             "cartpole-balance",

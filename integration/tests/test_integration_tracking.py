@@ -8,8 +8,7 @@ import pytest
 import torch
 
 from unilab_integration import cli
-from unilab_integration._mjlab_checkpoint import load_policy_checkpoint
-from unilab_integration._tracking import evaluate_tracking
+from unilab_integration._mjlab import evaluate_tracking, load_policy_checkpoint
 
 TASK = "go1-velocity-flat"
 # every world standing (command 0), no heading control, 0.2 s episodes (10 steps, no push)

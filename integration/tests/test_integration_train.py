@@ -28,7 +28,8 @@ from unilab_integration import (
     play,
     train,
 )
-from unilab_integration._policy import play_episodes, policy_from_checkpoint
+from unilab_integration._play import play_episodes
+from unilab_integration._restore import policy_from_checkpoint
 from unilab_integration._rundir import process_start_ticks
 from unilab_integration.cli import main
 

@@ -33,15 +33,16 @@ if TYPE_CHECKING:
     from ._config import WandbSettings as WandbSettings
     from ._config import load_config as load_config
     from ._config import save_config as save_config
+    from ._export import export_onnx as export_onnx
+    from ._export import read_onnx_metadata as read_onnx_metadata
     from ._logger import MetricLogger as MetricLogger
-    from ._mjlab_checkpoint import load_policy_checkpoint as load_policy_checkpoint
+    from ._mjlab import evaluate_tracking as evaluate_tracking
+    from ._mjlab import load_policy_checkpoint as load_policy_checkpoint
     from ._overrides import apply_overrides as apply_overrides
-    from ._policy import export_onnx as export_onnx
-    from ._policy import learner_from_checkpoint as learner_from_checkpoint
-    from ._policy import play as play
-    from ._policy import play_episodes as play_episodes
-    from ._policy import policy_from_checkpoint as policy_from_checkpoint
-    from ._policy import read_onnx_metadata as read_onnx_metadata
+    from ._play import play as play
+    from ._play import play_episodes as play_episodes
+    from ._restore import learner_from_checkpoint as learner_from_checkpoint
+    from ._restore import policy_from_checkpoint as policy_from_checkpoint
     from ._runners import NonFiniteError as NonFiniteError
     from ._runners import OffPolicyRunner as OffPolicyRunner
     from ._runners import OnPolicyRunner as OnPolicyRunner
@@ -52,7 +53,6 @@ if TYPE_CHECKING:
     from ._sinks import sink_names as sink_names
     from ._task_defaults import make_config as make_config
     from ._task_defaults import register_task_defaults as register_task_defaults
-    from ._tracking import evaluate_tracking as evaluate_tracking
     from ._train import quiet_warp as quiet_warp
     from ._train import train as train
     from ._train import train_worker as train_worker
@@ -121,20 +121,20 @@ _LAZY = {
     "save_config": "._config",
     "WandbSettings": "._config",
     "MetricLogger": "._logger",
-    "load_policy_checkpoint": "._mjlab_checkpoint",
-    "evaluate_tracking": "._tracking",
-    "play_episodes": "._policy",
-    "policy_from_checkpoint": "._policy",
+    "load_policy_checkpoint": "._mjlab",
+    "evaluate_tracking": "._mjlab",
+    "play_episodes": "._play",
+    "policy_from_checkpoint": "._restore",
     "quiet_warp": "._train",
     "MetricSink": "._sinks",
     "RunInfo": "._sinks",
     "register_sink": "._sinks",
     "sink_names": "._sinks",
     "apply_overrides": "._overrides",
-    "export_onnx": "._policy",
-    "learner_from_checkpoint": "._policy",
-    "play": "._policy",
-    "read_onnx_metadata": "._policy",
+    "export_onnx": "._export",
+    "learner_from_checkpoint": "._restore",
+    "play": "._play",
+    "read_onnx_metadata": "._export",
     "NonFiniteError": "._runners",
     "OffPolicyRunner": "._runners",
     "OnPolicyRunner": "._runners",

@@ -33,7 +33,7 @@ from typing import Any, TextIO
 import mujoco
 import numpy as np
 
-from ._policy import PlayResult, play_episodes
+from ._play import PlayResult, play_episodes
 from ._viewer_scene import WorldScene, is_terrain, visible_geoms
 
 __all__ = ["PolicyViewer", "view_policy", "viser_module"]

@@ -25,8 +25,8 @@ from typing import Any
 import torch
 
 from .._envs import make_env
-from .._policy import EpisodeCounter, PolicyStepper, actor_groups, episode_term_names, rollout
-from ._stats import means_from_sums
+from .._episodes import EpisodeStats, means_from_sums
+from .._rollout import PolicyStepper, actor_groups, rollout
 
 __all__ = ["EVAL_SEED_OFFSET", "PolicyEvaluator", "eval_means"]
 
@@ -60,21 +60,10 @@ class PolicyEvaluator:
         self._sync_curriculum()
         # built anew each time: PPO's policy module holds copies of the current parameters
         policy = PolicyStepper(self.learner.policy_module(), self.num_envs, self.device)
-        n = self.num_envs
-        episodes = EpisodeCounter(n, self.device, first_only=True)
-        sums: dict[str, torch.Tensor] = {}
-        names: list[str] | None = None
+        episodes = EpisodeStats(self.device, num_envs=self.num_envs, first_only=True)
         for _, step in rollout(self.env, policy, self.groups, self.env.reset(), self.steps):
-            first = episodes.ended(step)
-            if names is None:
-                names = ["return", "length", *episode_term_names(step)]
-                sums = {k: torch.zeros(n, dtype=torch.float64, device=self.device) for k in names}
-            for k in names:
-                sums[k] += torch.where(first, step["episode", k].double(), 0.0)
-        out = {"eval/count": float(episodes.counted.sum())}  # the one host sync of the evaluation
-        for k, v in sums.items():
-            key = f"eval/{k}_sum" if k in ("return", "length") else f"eval_term/{k}_sum"
-            out[key] = float(v.sum())
+            episodes.add(step)
+        out = episodes.local_sums("eval")  # the one host sync of the evaluation
         out["perf/eval_s"] = time.perf_counter() - start
         return out
 

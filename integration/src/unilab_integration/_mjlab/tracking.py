@@ -30,8 +30,10 @@ from typing import Any
 import attrs
 import torch
 
-from ._config import TrainConfig
-from ._policy import EpisodeCounter, play_episodes
+from .._config import TrainConfig
+from .._episodes import EpisodeStats
+from .._play import play_episodes
+from .checkpoint import load_policy_checkpoint
 
 __all__ = ["TrackingResult", "evaluate_tracking"]
 
@@ -62,7 +64,7 @@ class _Tracker:
 
     def __init__(self) -> None:
         self.sums: torch.Tensor | None = None  # [N, 3]: lin error, yaw error, steps
-        self.episodes: EpisodeCounter | None = None
+        self.episodes: EpisodeStats | None = None
         self.truncated: torch.Tensor | None = None
         self.per_episode: torch.Tensor | None = None  # [N, 2] each episode's step means
 
@@ -72,7 +74,7 @@ class _Tracker:
         n = c.shape[0]
         if self.episodes is None:
             self.sums = torch.zeros(n, 3, dtype=torch.float64, device=c.device)
-            self.episodes = EpisodeCounter(n, c.device, first_only=True)
+            self.episodes = EpisodeStats(c.device, num_envs=n, first_only=True)
             self.truncated = torch.zeros(n, dtype=torch.bool, device=c.device)
             self.per_episode = torch.zeros(n, 2, dtype=torch.float64, device=c.device)
         live = (~self.episodes.counted).double()  # this step belongs to the first episode
@@ -108,8 +110,6 @@ def evaluate_tracking(
     module docstring for the metrics. `env_kwargs` (`unilab_envs.make` overrides, e.g.
     `episode_length_s`) apply on top of the checkpoint's env options and the full range."""
     import unilab_envs
-
-    from ._mjlab_checkpoint import load_policy_checkpoint
 
     ckpt = checkpoint if isinstance(checkpoint, dict) else load_policy_checkpoint(checkpoint)
     config = TrainConfig.from_dict(ckpt["config"])

@@ -24,8 +24,8 @@ from typing import Any
 import attrs
 import torch
 
-from ._algorithms import algorithm_spec
-from ._checkpoint import (
+from .._algorithms import algorithm_spec
+from .._checkpoint import (
     FORMAT,
     VERSION,
     CheckpointError,
@@ -34,7 +34,7 @@ from ._checkpoint import (
     read_plain,
     tensor_shapes,
 )
-from ._task_defaults import make_config
+from .._task_defaults import make_config
 
 __all__ = ["convert_mjlab_checkpoint", "is_rsl_rl_checkpoint", "load_policy_checkpoint"]
 
