@@ -67,7 +67,6 @@ def test_list_names_every_task_without_torch_warp_or_mujoco():
     assert listed == sorted(BUILTIN_TASKS)  # (this process's registry holds tests' tasks too)
 
 
-
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
@@ -86,6 +85,7 @@ def test_config_refusals_import_no_heavy_module(argv, message):
     run = run_console_script("unilab", argv, watch=tuple(m for m in HEAVY if m not in light))
     assert run.code == 2 and message in run.stderr, run.stderr
     assert run.imported == []
+
 
 def test_unknown_task_with_runner_imports_asks_the_real_registry():
     # a module of runner.imports may register the task: then the env stack decides
