@@ -48,7 +48,7 @@ def stepped(monkeypatch):
 def test_play_and_the_evaluator_use_the_task_action_bound(task, bound, stepped, tmp_path):
     cfg = apply_overrides(
         make_config(task, "ppo"),
-        ["env.num_envs=2", "runner.eval_interval=1", "runner.eval_envs=2"],
+        ["env.num_envs=2", "runner.eval.interval=1", "runner.eval.envs=2"],
     )
     runner = OnPolicyRunner(cfg, DistContext(), tmp_path)
     last = [m for m in runner.learner.actor.modules() if isinstance(m, torch.nn.Linear)][-1]

@@ -44,11 +44,11 @@ def test_a_registered_algorithm_trains_plays_and_resumes_end_to_end(toy, tmp_pat
         'env.scope="per-rank"',
         "runner.num_steps_per_env=8",
         "runner.iterations=2",
-        "runner.progress=false",
-        'runner.loggers=["jsonl"]',
+        "runner.logging.progress=false",
+        'runner.logging.loggers=["jsonl"]',
         'runner.imports=["_unilab_toy_algo"]',
-        f"runner.log_dir={json.dumps(str(tmp_path))}",
-        "runner.run_name=toy",
+        f"runner.logging.log_dir={json.dumps(str(tmp_path))}",
+        "runner.logging.run_name=toy",
     ]
     cfg = apply_overrides(make_config("cartpole-balance", "toy"), settings)
     result = train(cfg)

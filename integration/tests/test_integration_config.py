@@ -47,7 +47,7 @@ def test_overrides_coerce_types():
             "algo.actor.hidden=[32,16]",
             "algo.use_clipped_value_loss=false",
             "env.kwargs.max_episode_steps=200",
-            "runner.run_name=abc",
+            "runner.logging.run_name=abc",
         ],
     )
     assert out.algo.learning_rate == 3e-4
@@ -57,7 +57,7 @@ def test_overrides_coerce_types():
     assert out.algo.critic.hidden == (64, 64)
     assert out.algo.use_clipped_value_loss is False
     assert out.env.kwargs == {"max_episode_steps": 200}
-    assert out.runner.run_name == "abc"
+    assert out.runner.logging.run_name == "abc"
     assert cfg.algo.learning_rate == 1e-3  # frozen: the original is untouched
 
 
@@ -90,8 +90,11 @@ def test_bad_overrides_are_refused(override, message):
     ("override", "message"),
     [
         ("env.num_envs=0", "'env.num_envs' takes a positive integer or null, not 0"),
-        ("runner.keep_every=-1", "'runner.keep_every' takes a non-negative integer, not -1"),
-        ("runner.eval_envs=0", "'runner.eval_envs' takes a positive integer or null, not 0"),
+        (
+            "runner.checkpoints.keep_every=-1",
+            "'runner.checkpoints.keep_every' takes a non-negative integer, not -1",
+        ),
+        ("runner.eval.envs=0", "'runner.eval.envs' takes a positive integer or null, not 0"),
         ("runner.matmul_precision=low", "'runner.matmul_precision' takes one of 'highest', "),
         ("runner.curriculum_sync=rank1", "takes one of 'local', 'rank0', 'global', not 'rank1'"),
         ("launch.timeout=0", "'launch.timeout' takes a positive number, not 0.0"),
@@ -156,9 +159,9 @@ def test_a_saved_config_is_rebuilt_from_its_data_alone(monkeypatch):
     back = TrainConfig.from_dict(data)
     assert back == cfg and type(back.algo).__name__ == "FastSACConfig"
     # a key the data lacks takes its class default, not a preset's or a task's
-    del data["runner"]["save_interval"], data["algo"]["actor_hidden"]
+    del data["runner"]["checkpoints"]["interval"], data["algo"]["actor_hidden"]
     back = TrainConfig.from_dict(data)
-    assert back.runner.save_interval == RunnerConfig().save_interval == 50
+    assert back.runner.checkpoints.interval == RunnerConfig().checkpoints.interval == 50
     assert back.algo.actor_hidden == type(cfg.algo)().actor_hidden != cfg.algo.actor_hidden
     # keys of older runs are not read (nothing has been released under them)
     data["algo"]["actor_obs_group"] = "policy"
@@ -166,6 +169,24 @@ def test_a_saved_config_is_rebuilt_from_its_data_alone(monkeypatch):
         TrainConfig.from_dict(data)
     with pytest.raises(ValueError, match=r"config lacks 'algo'"):
         TrainConfig.from_dict({"algo_name": "ppo", "env": {"task": "x"}})
+
+
+def test_runner_keys_of_the_flat_form_are_read_in_their_sections_and_refused_on_a_command_line():
+    cfg = make_config("cartpole-balance", "ppo")
+    data = cfg.to_dict()
+    runner = data["runner"]
+    for section in ("checkpoints", "eval", "logging"):
+        del runner[section]
+    runner.update(save_interval=7, keep_checkpoints=0, save_replay=False, eval_interval=3)
+    runner.update(run_name="old", loggers=["jsonl"], wandb={"project": "p"}, progress=False)
+    back = TrainConfig.from_dict(data).runner
+    assert (back.checkpoints.interval, back.checkpoints.keep, back.eval.interval) == (7, 0, 3)
+    assert back.logging.run_name == "old" and back.logging.loggers == ("jsonl",)
+    assert back.logging.wandb.project == "p" and back.logging.progress is False
+    assert back.logging.log_dir == "runs"  # not in the data: the class default
+    for old, new in RunnerConfig.MOVED_KEYS.items():
+        with pytest.raises(ValueError, match=rf"'runner\.{old}' is now 'runner\.{new}'"):
+            apply_overrides(cfg, [f"runner.{old}=1"])
 
 
 def test_env_scope_split():
@@ -225,10 +246,10 @@ def test_unknown_key_suggests_the_closest(override, suggestion):
 def test_string_fields_take_the_text_as_typed():
     cfg = apply_overrides(
         make_config("cartpole-balance", "ppo"),
-        ["launch.gpus=0,1", "runner.run_name=2024", "runner.teacher=null"],
+        ["launch.gpus=0,1", "runner.logging.run_name=2024", "runner.teacher=null"],
     )
     assert cfg.launch.gpus == "0,1"  # not the literal tuple (0, 1)
-    assert cfg.runner.run_name == "2024" and cfg.runner.teacher is None
+    assert cfg.runner.logging.run_name == "2024" and cfg.runner.teacher is None
 
 
 def test_none_default_config_field_is_built_from_its_declared_type():

@@ -1,4 +1,4 @@
-"""`runner.eval_interval`'s evaluator, in one process on CPU: it plays the learner's current
+"""`runner.eval.interval`'s evaluator, in one process on CPU: it plays the learner's current
 deterministic policy, one episode per world, at the training env's curriculum level."""
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ def test_the_evaluation_plays_the_current_parameters(case, tmp_path):
     algo, runner_cls, more = CASES[case]
     cfg = apply_overrides(
         make_config("cartpole-balance", algo),
-        ["env.num_envs=4", "runner.eval_interval=1", "runner.eval_envs=5", *more],
+        ["env.num_envs=4", "runner.eval.interval=1", "runner.eval.envs=5", *more],
     )
     runner = runner_cls(cfg, DistContext(), tmp_path)
     evaluator = runner.evaluator

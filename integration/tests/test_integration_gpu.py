@@ -24,10 +24,10 @@ def _config(log_dir: Path, name: str, algo: str, gpus: str, iterations: int):
         [
             f"launch.gpus={json.dumps(gpus)}",
             f"runner.iterations={iterations}",
-            "runner.progress=false",
-            'runner.loggers=["console","jsonl"]',
-            f"runner.log_dir={json.dumps(str(log_dir))}",
-            f"runner.run_name={name}",
+            "runner.logging.progress=false",
+            'runner.logging.loggers=["console","jsonl"]',
+            f"runner.logging.log_dir={json.dumps(str(log_dir))}",
+            f"runner.logging.run_name={name}",
         ],
     )
 

@@ -13,8 +13,8 @@ from unilab_integration import apply_overrides, make_config, save_checkpoint
 from unilab_integration._runners import OnPolicyRunner
 from unilab_integration.cli import main
 
-TINY = ["env.num_envs=4", "runner.num_steps_per_env=4", "runner.save_interval=2"]
-LOGGERS = 'runner.loggers=["jsonl","tensorboard"]'
+TINY = ["env.num_envs=4", "runner.num_steps_per_env=4", "runner.checkpoints.interval=2"]
+LOGGERS = 'runner.logging.loggers=["jsonl","tensorboard"]'
 
 
 def _runner(run_dir, *more):

@@ -150,12 +150,12 @@ def test_matmul_precision_is_applied_validated_and_announced():
 
 
 def test_evaluations_and_the_solved_rule_are_announced():
-    from unilab_integration._config import RunnerConfig
+    from unilab_integration._config import EvalSettings, RunnerConfig
     from unilab_integration._runners._base import _evaluation
 
     assert _evaluation(RunnerConfig()) == ""
     assert "training episodes" in _evaluation(RunnerConfig(until_solved=True))
-    line = _evaluation(RunnerConfig(eval_interval=10, until_solved=True))
+    line = _evaluation(RunnerConfig(eval=EvalSettings(interval=10), until_solved=True))
     assert line == "deterministic policy evaluated every 10 iterations, judged by --until-solved | "
 
 

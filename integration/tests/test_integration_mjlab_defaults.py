@@ -9,7 +9,7 @@ def test_training_defaults_are_mjlabs():
     cfg = make_config("go1-velocity-flat", "ppo")
     a = cfg.algo
     assert cfg.env.num_envs == 4096 and cfg.runner.num_steps_per_env == 24
-    assert cfg.runner.iterations == 10_000 and cfg.runner.save_interval == 50
+    assert cfg.runner.iterations == 10_000 and cfg.runner.checkpoints.interval == 50
     assert a.actor.hidden == (512, 256, 128) == a.critic.hidden
     assert a.actor.activation == a.critic.activation == "elu"
     assert a.actor.normalize_obs and a.critic.normalize_obs
@@ -32,4 +32,4 @@ def test_g1_training_defaults_are_mjlabs():
     assert g1.runner.iterations == 30_000 and go1.runner.iterations == 10_000
     assert g1.algo == go1.algo
     assert g1.env.num_envs == 4096 and g1.runner.num_steps_per_env == 24
-    assert g1.runner.save_interval == 50
+    assert g1.runner.checkpoints.interval == 50

@@ -22,10 +22,10 @@ def _train(tmp_path: Path, algo: str, workers: int, *more: str) -> list[dict]:
         "env.num_envs=8",
         "runner.num_steps_per_env=4",
         "runner.iterations=2",
-        "runner.progress=false",
-        'runner.loggers=["jsonl"]',
-        f"runner.log_dir={json.dumps(str(tmp_path))}",
-        f"runner.run_name={algo}{workers}{'_profiled' if 'runner.profile=true' in more else ''}",
+        "runner.logging.progress=false",
+        'runner.logging.loggers=["jsonl"]',
+        f"runner.logging.log_dir={json.dumps(str(tmp_path))}",
+        f"runner.logging.run_name={algo}{workers}{'_profiled' if 'runner.profile=true' in more else ''}",
         *more,
     ]
     if algo == "fastsac":

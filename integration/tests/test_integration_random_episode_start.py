@@ -17,8 +17,8 @@ TINY = [
     "env.num_envs=64",
     "env.kwargs.max_episode_steps=40",
     "runner.num_steps_per_env=8",
-    'runner.loggers=["console","jsonl"]',
-    "runner.progress=false",
+    'runner.logging.loggers=["console","jsonl"]',
+    "runner.logging.progress=false",
 ]
 
 

@@ -15,8 +15,8 @@ from unilab_integration.cli import main
 SETS = [
     "algo.entropy_coef=0.5",
     "algo.learning_rate=5e-4",
-    "runner.save_interval=1",
-    "runner.keep_checkpoints=2",
+    "runner.checkpoints.interval=1",
+    "runner.checkpoints.keep=2",
 ]
 
 
@@ -27,7 +27,7 @@ def run(tmp_path_factory) -> Path:
     argv = ["train", "cartpole-balance", "--cpu-workers", "1", "--num-envs", "4"]
     argv += ["--env-scope", "per-rank", "--iterations", "2", "--no-progress"]
     argv += ["--log-dir", str(log_dir), "--run-name", "r", "--set", "runner.num_steps_per_env=4"]
-    argv += ["--set", 'runner.loggers=["jsonl"]']
+    argv += ["--set", 'runner.logging.loggers=["jsonl"]']
     for item in SETS:
         argv += ["--set", item]
     assert main(argv) == 0
@@ -54,7 +54,8 @@ def test_a_resume_keeps_the_runs_settings_and_lists_what_it_sets(run, capsys):
     for config in (session, latest["config"]):
         assert config["algo"]["entropy_coef"] == 0.5
         assert config["algo"]["learning_rate"] == 5e-4
-        assert (config["runner"]["save_interval"], config["runner"]["keep_checkpoints"]) == (1, 2)
+        saving = config["runner"]["checkpoints"]
+        assert (saving["interval"], saving["keep"]) == (1, 2)
         assert config["env"]["num_envs"] == 4 and config["runner"]["num_steps_per_env"] == 4
         assert config["launch"]["cpu_workers"] == 1
     # a checkpoint every iteration, the run's newest 2 kept

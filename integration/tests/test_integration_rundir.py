@@ -21,7 +21,11 @@ from unilab_integration._rundir import LOCK, WORKERS, RunFolderError, RunLock, c
 from unilab_integration._runners import OnPolicyRunner
 from unilab_integration.cli import main
 
-TINY = ["env.num_envs=4", "runner.num_steps_per_env=4", 'runner.loggers=["console","jsonl"]']
+TINY = [
+    "env.num_envs=4",
+    "runner.num_steps_per_env=4",
+    'runner.logging.loggers=["console","jsonl"]',
+]
 
 
 def _runner(run_dir, *more):
@@ -48,7 +52,11 @@ def test_keep_checkpoints_prunes_the_runs_older_checkpoints(tmp_path, monkeypatc
     saves = []
     real = base.save_checkpoint
     monkeypatch.setattr(base, "save_checkpoint", lambda d, i, p: saves.append(i) or real(d, i, p))
-    cfg = ["runner.save_interval=1", "runner.keep_checkpoints=3", "runner.keep_every=4"]
+    cfg = [
+        "runner.checkpoints.interval=1",
+        "runner.checkpoints.keep=3",
+        "runner.checkpoints.keep_every=4",
+    ]
     first = _runner(tmp_path, "runner.iterations=12", *cfg)
     first.run()
     # the newest 3, and every 4th save (iterations 4, 8, 12); one save per iteration, none twice
@@ -70,7 +78,7 @@ def test_keep_checkpoints_prunes_the_runs_older_checkpoints(tmp_path, monkeypatc
     assert kept == [4, 8, 12, 16, 17, 18]
     assert load_checkpoint(tmp_path)["iteration"] == 18
     # keep_checkpoints=0 keeps everything
-    every = ["runner.iterations=7", "runner.save_interval=1", "runner.keep_checkpoints=0"]
+    every = ["runner.iterations=7", "runner.checkpoints.interval=1", "runner.checkpoints.keep=0"]
     _runner(tmp_path / "all", *every).run()
     assert len(_names(tmp_path / "all")) == 8
 
@@ -98,7 +106,7 @@ def test_the_first_line_names_the_budget_that_set_it(tmp_path, capsys):
 def small_run(tmp_path):
     """A run folder of 2 iterations (checkpoints at 1 and 2, metrics.jsonl)."""
     run_dir = tmp_path / "runs" / "small"
-    _runner(run_dir, "runner.iterations=2", "runner.save_interval=1").run()
+    _runner(run_dir, "runner.iterations=2", "runner.checkpoints.interval=1").run()
     return run_dir
 
 
@@ -294,7 +302,7 @@ def test_unnamed_run_folders_never_collide(tmp_path, monkeypatch):
     monkeypatch.setattr("time.strftime", lambda fmt: "20250101-000000")
     cfg = apply_overrides(
         make_config("cartpole-balance", "ppo"),
-        [*TINY, "runner.iterations=1", f"runner.log_dir={json.dumps(str(tmp_path))}"],
+        [*TINY, "runner.iterations=1", f"runner.logging.log_dir={json.dumps(str(tmp_path))}"],
     )
     first = plan_run_folder(cfg, None).path
     assert first == tmp_path / "cartpole-balance_ppo_20250101-000000"

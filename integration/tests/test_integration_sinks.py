@@ -1,4 +1,4 @@
-"""Metric sinks (`runner.loggers`): the registry and its errors, a user's sink, `--loggers`,
+"""Metric sinks (`runner.logging.loggers`): the registry and its errors, a user's sink, `--loggers`,
 and the startup line's content on CPU."""
 
 from __future__ import annotations
@@ -89,7 +89,7 @@ def test_unknown_logger_names_the_known_ones(registry, tmp_path):
     with pytest.raises(ValueError) as info:
         MetricLogger(tmp_path, total=1, sinks=("console", "neptune"))
     assert str(info.value) == (
-        "runner.loggers: unknown logger 'neptune'; loggers: console, jsonl, tensorboard, wandb "
+        "runner.logging.loggers: unknown logger 'neptune'; loggers: console, jsonl, tensorboard, wandb "
         "(more with unilab_integration.register_sink, from a module in runner.imports)"
     )
     assert not any(tmp_path.iterdir())  # refused before any sink started
@@ -111,7 +111,7 @@ def test_missing_wandb_names_the_extra(tmp_path, capsys, monkeypatch):
     monkeypatch.setattr(
         importlib.util, "find_spec", lambda name, *a: None if name == "wandb" else real(name, *a)
     )
-    message = "runner.loggers has 'wandb', which needs the wandb package: pip install \"unilab-integration[wandb]\""
+    message = "runner.logging.loggers has 'wandb', which needs the wandb package: pip install \"unilab-integration[wandb]\""
     with pytest.raises(ImportError) as info:
         _sinks.check_sinks(["console", "wandb"])
     assert str(info.value) == message
@@ -144,12 +144,14 @@ def test_loggers_choose_what_is_written(tmp_path):
 
 def test_runner_loggers_are_the_one_key_for_sinks():
     cfg = make_config("cartpole-balance", "ppo")
-    assert cfg.runner.loggers == ("console", "jsonl", "tensorboard")
+    assert cfg.runner.logging.loggers == ("console", "jsonl", "tensorboard")
     assert "tensorboard" not in cfg.to_dict()["runner"]
     with pytest.raises(ValueError, match=r"unknown config key 'runner\.tensorboard'"):
         apply_overrides(cfg, ["runner.tensorboard=false"])
-    with pytest.raises(ValueError, match=r"'runner\.loggers' takes a list of distinct strings"):
-        apply_overrides(cfg, ['runner.loggers=["jsonl","jsonl"]'])
+    with pytest.raises(
+        ValueError, match=r"'runner\.logging\.loggers' takes a list of distinct strings"
+    ):
+        apply_overrides(cfg, ['runner.logging.loggers=["jsonl","jsonl"]'])
 
 
 def test_loggers_flag_and_wandb_settings():
@@ -160,18 +162,24 @@ def test_loggers_flag_and_wandb_settings():
             "--loggers",
             "console, wandb",
             "--set",
-            "runner.wandb.mode=offline",
+            "runner.logging.wandb.mode=offline",
         ]
     )
     cfg = build_config(args)
-    assert cfg.runner.loggers == ("console", "wandb")
-    assert (cfg.runner.wandb.project, cfg.runner.wandb.entity, cfg.runner.wandb.mode) == (
+    assert cfg.runner.logging.loggers == ("console", "wandb")
+    assert (
+        cfg.runner.logging.wandb.project,
+        cfg.runner.logging.wandb.entity,
+        cfg.runner.logging.wandb.mode,
+    ) == (
         None,
         None,
         "offline",
     )
-    with pytest.raises(ValueError, match=r"'runner\.wandb\.mode' takes one of 'online', 'offline'"):
-        apply_overrides(cfg, ["runner.wandb.mode=sometimes"])
+    with pytest.raises(
+        ValueError, match=r"'runner\.logging\.wandb\.mode' takes one of 'online', 'offline'"
+    ):
+        apply_overrides(cfg, ["runner.logging.wandb.mode=sometimes"])
 
 
 def test_startup_line_on_cpu_is_one_line_with_the_versions():
@@ -203,10 +211,10 @@ def test_config_json_round_trips_the_loggers(tmp_path):
 
     cfg = apply_overrides(
         make_config("cartpole-balance", "ppo"),
-        ['runner.loggers=["console","wandb"]', "runner.wandb.project=robots"],
+        ['runner.logging.loggers=["console","wandb"]', "runner.logging.wandb.project=robots"],
     )
     save_config(cfg, tmp_path / "config.json")
-    saved = json.loads(Path(tmp_path / "config.json").read_text())["runner"]
+    saved = json.loads(Path(tmp_path / "config.json").read_text())["runner"]["logging"]
     assert saved["loggers"] == ["console", "wandb"] and saved["wandb"]["project"] == "robots"
     assert load_config(tmp_path / "config.json") == cfg
 

@@ -35,7 +35,7 @@ def test_train_hosts_slurm_two_cpu_workers_end_to_end(tmp_path):
         str(script), "train", "cartpole-balance", "--algo", "ppo", "--hosts", "slurm",
         "--cpu-workers", "2", "--num-envs", "8", "--env-scope", "per-rank", "--iterations", "2",
         "--log-dir", str(tmp_path / "runs"), "--run-name", "slurm", "--no-progress",
-        "--set", "runner.num_steps_per_env=8", "--set", 'runner.loggers=["console","jsonl"]',
+        "--set", "runner.num_steps_per_env=8", "--set", 'runner.logging.loggers=["console","jsonl"]',
     ]  # fmt: skip
     out = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=500)
     assert out.returncode == 0, out.stderr

@@ -131,8 +131,8 @@ def test_a_run_with_a_term_of_the_user_trains_resumes_and_plays(user_terms, tmp_
     mjlab_robot("go1")
     argv = ["train", "go1-velocity-flat", "--cpu-workers", "1", "--iterations", "1"]
     argv += ["--num-envs", "4", "--env-scope", "per-rank", "--run-name", "terms"]
-    argv += ["--set", "runner.num_steps_per_env=4", "--set", 'runner.loggers=["jsonl"]']
-    argv += ["--set", "runner.progress=false", "--set", "runner.random_episode_start=false"]
+    argv += ["--set", "runner.num_steps_per_env=4", "--set", 'runner.logging.loggers=["jsonl"]']
+    argv += ["--set", "runner.logging.progress=false", "--set", "runner.random_episode_start=false"]
     sets = [x for item in SETS for x in ("--set", item)]
     assert main([*argv, *sets, "--log-dir", str(tmp_path)]) == 2  # no --import
     assert "add --import _unilab_user_terms" in capsys.readouterr().err

@@ -29,8 +29,13 @@ def test_a_task_from_user_terms_trains_and_exports(walker, tmp_path):
     from unilab_integration.cli import main
 
     argv = ["train", "user-walker", "--cpu-workers", "1", "--iterations", "2"]
-    argv += ["--set", 'runner.imports=["_unilab_terms_task"]', "--set", "runner.progress=false"]
-    argv += ["--set", 'runner.loggers=["jsonl"]', "--set", "runner.run_name=walker"]
+    argv += [
+        "--set",
+        'runner.imports=["_unilab_terms_task"]',
+        "--set",
+        "runner.logging.progress=false",
+    ]
+    argv += ["--set", 'runner.logging.loggers=["jsonl"]', "--set", "runner.logging.run_name=walker"]
     assert main([*argv, "--log-dir", str(tmp_path)]) == 0
     run = next(p for p in tmp_path.rglob("metrics.jsonl")).parent
     rows = [json.loads(x) for x in (run / "metrics.jsonl").read_text().splitlines()]

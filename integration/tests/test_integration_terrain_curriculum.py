@@ -36,13 +36,13 @@ def _train(log_dir: Path, name: str, sync: str, *, workers: int = 2, resume=None
             f"env.kwargs={json.dumps(KWARGS)}",
             f"runner.num_steps_per_env={STEPS}",
             f"runner.iterations={ITERATIONS}",
-            f"runner.save_interval={ITERATIONS}",
+            f"runner.checkpoints.interval={ITERATIONS}",
             f"runner.curriculum_sync={sync}",
-            "runner.progress=false",
-            'runner.loggers=["console","jsonl"]',
+            "runner.logging.progress=false",
+            'runner.logging.loggers=["console","jsonl"]',
             "runner.seed=5",
-            f"runner.log_dir={json.dumps(str(log_dir))}",
-            f"runner.run_name={name}",
+            f"runner.logging.log_dir={json.dumps(str(log_dir))}",
+            f"runner.logging.run_name={name}",
             "algo.num_mini_batches=1",
             "algo.num_epochs=1",
             "runner.random_episode_start=false",  # every world at step 0: the schedule above
@@ -87,7 +87,7 @@ def test_levels_resume_from_one_rank_on_two_and_global_keeps_them_identical(tmp_
         "two",
         "global",
         resume=str(run_dir),
-        more=[f"runner.iterations={ITERATIONS + 2}", "runner.save_interval=1"],
+        more=[f"runner.iterations={ITERATIONS + 2}", "runner.checkpoints.interval=1"],
     )
     first = load_checkpoint(run_two / "checkpoints" / f"ckpt_{ITERATIONS + 1:06d}.pt")
     assert _levels(first) == [saved, saved]

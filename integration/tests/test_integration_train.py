@@ -47,12 +47,12 @@ def _ppo_config(log_dir, name, *more):
             f"env.num_envs={N}",
             f"runner.num_steps_per_env={T}",
             "runner.iterations=4",
-            "runner.save_interval=2",
-            "runner.progress=false",
-            'runner.loggers=["console","jsonl"]',
+            "runner.checkpoints.interval=2",
+            "runner.logging.progress=false",
+            'runner.logging.loggers=["console","jsonl"]',
             "runner.seed=3",
-            f"runner.log_dir={json.dumps(str(log_dir))}",
-            f"runner.run_name={name}",
+            f"runner.logging.log_dir={json.dumps(str(log_dir))}",
+            f"runner.logging.run_name={name}",
             *more,
         ],
     )
@@ -188,7 +188,7 @@ def test_resume_into_its_folder_at_another_world_size(straight, tmp_path, capsys
         str(run_dir),
         "--no-progress",
         "--set",
-        'runner.loggers=["console","jsonl"]',
+        'runner.logging.loggers=["console","jsonl"]',
     ]
     argv += ["--num-envs", str(N), "--env-scope", "per-rank"]
     monkeypatch.chdir(tmp_path)
@@ -228,7 +228,7 @@ def test_resume_into_its_folder_at_another_world_size(straight, tmp_path, capsys
     assert "world size 2 -> 1" in text and "global envs 32 -> 16" in text
     assert not (run_dir / ".lock").exists()
     names = sorted(p.name for p in (run_dir / "checkpoints").iterdir())
-    # the run's save_interval (2) continues: a checkpoint every 2 iterations
+    # the run's checkpoint interval (2) continues: a checkpoint every 2 iterations
     assert names == [f"ckpt_00000{i}.pt" for i in (2, 4, 6, 8)] + ["latest"]
     assert main(["play", str(run_dir), "--episodes", "1", "--num-envs", "2"]) == 0
 
@@ -253,7 +253,12 @@ def _descendants(pid):
 def test_a_live_trainer_locks_its_folder_until_sigterm(tmp_path, capsys):
     argv = ["train", "cartpole-balance", "--cpu-workers", "1", "--num-envs", "8"]
     argv += ["--env-scope", "per-rank", "--log-dir", str(tmp_path), "--no-progress"]
-    argv += ["--set", 'runner.loggers=["console","jsonl"]', "--set", "runner.save_interval=1"]
+    argv += [
+        "--set",
+        'runner.logging.loggers=["console","jsonl"]',
+        "--set",
+        "runner.checkpoints.interval=1",
+    ]
     cmd = [sys.executable, "-m", "unilab_integration.cli", *argv, "--run-name", "live"]
     with open(tmp_path / "trainer.out", "w") as log:
         trainer = subprocess.Popen([*cmd, "--iterations", "100000"], stdout=log, stderr=log)
@@ -355,11 +360,11 @@ def test_distillation_from_ppo_teacher(straight, tmp_path):
             f"env.num_envs={N}",
             f"runner.num_steps_per_env={T}",
             "runner.iterations=2",
-            "runner.progress=false",
-            'runner.loggers=["console","jsonl"]',
+            "runner.logging.progress=false",
+            'runner.logging.loggers=["console","jsonl"]',
             f"runner.teacher={json.dumps(str(run_dir))}",
-            f"runner.log_dir={json.dumps(str(tmp_path))}",
-            "runner.run_name=distill",
+            f"runner.logging.log_dir={json.dumps(str(tmp_path))}",
+            "runner.logging.run_name=distill",
         ],
     )
     result = train(cfg)
@@ -385,15 +390,15 @@ def _sac_config(log_dir, name, *more):
             "env.num_envs=8",
             "runner.num_steps_per_env=8",
             "runner.iterations=4",
-            "runner.save_interval=2",
-            "runner.save_replay=true",
+            "runner.checkpoints.interval=2",
+            "runner.checkpoints.replay=true",
             "runner.deterministic=true",
-            "runner.progress=false",
-            'runner.loggers=["console","jsonl"]',
+            "runner.logging.progress=false",
+            'runner.logging.loggers=["console","jsonl"]',
             "algo.learning_starts=4",
             "algo.capture=false",
-            f"runner.log_dir={json.dumps(str(log_dir))}",
-            f"runner.run_name={name}",
+            f"runner.logging.log_dir={json.dumps(str(log_dir))}",
+            f"runner.logging.run_name={name}",
             *more,
         ],
     )
@@ -423,9 +428,10 @@ def test_fastsac_trains_and_resumes_bit_for_bit_with_its_replay(tmp_path):
         r["learner/critic_loss"] for r in _rows(Path(resumed["run_dir"]))
     ]
     with pytest.raises(
-        ValueError, match=r"save_replay applies to algorithms with a replay buffer \(fastsac\)"
+        ValueError,
+        match=r"checkpoints\.replay applies to algorithms with a replay buffer \(fastsac\)",
     ):
-        apply_overrides(make_config("cartpole-balance", "ppo"), ["runner.save_replay=true"])
+        apply_overrides(make_config("cartpole-balance", "ppo"), ["runner.checkpoints.replay=true"])
     # a FastSAC checkpoint plays (deterministic policy) and exports like a PPO one
     played = play_episodes(run_dir, episodes=2, num_envs=2, seed=1)
     assert len(played.returns) == 2 and set(played.terms) >= {"alive"}
@@ -467,7 +473,7 @@ def _check_evaluations(rows, every, worlds):
 def test_evaluations_log_the_deterministic_policy_and_leave_training_unchanged(tmp_path):
     plain = train(_sac_config(tmp_path, "sac_plain"))
     evaluated = train(
-        _sac_config(tmp_path, "sac_eval", "runner.eval_interval=2", "runner.eval_envs=3")
+        _sac_config(tmp_path, "sac_eval", "runner.eval.interval=2", "runner.eval.envs=3")
     )
     rows = _rows(Path(evaluated["run_dir"]))
     _check_evaluations(rows, every=2, worlds=6)
@@ -479,7 +485,7 @@ def test_evaluations_log_the_deterministic_policy_and_leave_training_unchanged(t
 
 def test_ppo_evaluations_leave_training_unchanged(straight, tmp_path):
     run_dir, _ = straight
-    result = train(_ppo_config(tmp_path, "ppo_eval", "runner.eval_interval=2"))
+    result = train(_ppo_config(tmp_path, "ppo_eval", "runner.eval.interval=2"))
     rows = _rows(Path(result["run_dir"]))
     _check_evaluations(rows, every=2, worlds=2 * N)  # default: all of a rank's worlds (<= 1024)
     assert _learner_rows(rows) == _learner_rows(_rows(run_dir))
@@ -534,7 +540,7 @@ def test_cartpole_ppo_reaches_the_success_threshold(tmp_path, capsys):
             "--run-name",
             "demo",
             "--set",
-            'runner.loggers=["console","jsonl"]',
+            'runner.logging.loggers=["console","jsonl"]',
         ]
     )
     out = capsys.readouterr().out
@@ -568,7 +574,7 @@ def test_ppo_with_rnd_trains_through_the_cli(tmp_path, capsys):
             str(tmp_path),
             "--run-name",
             "rnd",
-            *("--set", 'runner.loggers=["console","jsonl"]'),
+            *("--set", 'runner.logging.loggers=["console","jsonl"]'),
             *("--set", "algo.rnd.weight=0.5"),
             *("--set", "algo.rnd.predictor_hidden=[16]"),
             *("--set", "algo.rnd.target_hidden=[16]"),
@@ -613,7 +619,7 @@ def test_replica_check_stops_a_run_whose_ranks_diverge(tmp_path, capsys, monkeyp
             "60",
             *("--set", 'runner.imports=["_unilab_diverging_rank"]'),
             *("--set", "runner.check_replicas_interval=1"),
-            *("--set", 'runner.loggers=["console","jsonl"]'),
+            *("--set", 'runner.logging.loggers=["console","jsonl"]'),
         ]
     )
     err = capsys.readouterr().err

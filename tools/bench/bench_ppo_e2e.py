@@ -83,12 +83,12 @@ def compose(args, world: int, profile: bool, run_root: Path):
         if args.device == "cpu"
         else f'launch.gpus="{",".join(str(r) for r in range(world))}"',
         f"runner.iterations={iterations}",
-        f"runner.save_interval={iterations}",  # the one checkpoint at the end
+        f"runner.checkpoints.interval={iterations}",  # the one checkpoint at the end
         f"runner.seed={args.seed}",
-        f"runner.log_dir={json.dumps(str(run_root))}",
-        f"runner.run_name={name}",
-        "runner.progress=false",
-        'runner.loggers=["console","jsonl"]',
+        f"runner.logging.log_dir={json.dumps(str(run_root))}",
+        f"runner.logging.run_name={name}",
+        "runner.logging.progress=false",
+        'runner.logging.loggers=["console","jsonl"]',
     ]
     if args.robot == "go1":
         from _go1_task import GO1_TASK

@@ -18,7 +18,7 @@ launch when it appears (polled every 0.1 s).
 Threshold: `--threshold`, default the task's `success_threshold` (`unilab_envs.make_task(task)
 .spec.success_threshold`). Reached = the global mean return of the episodes that ended in an
 iteration is >= the threshold for `--patience` consecutive iterations; the time and env steps
-reported are those of the first of them. With `--set runner.eval_interval=K` the runner's own
+reported are those of the first of them. With `--set runner.eval.interval=K` the runner's own
 evaluations of the deterministic policy (`eval/return`, every K iterations) are judged
 instead, over `--patience` consecutive evaluations, as the runner's `until_solved` does.
 With the task's own threshold the run stops itself (`runner.until_solved`,
@@ -103,14 +103,14 @@ def compose(args):
         shutil.rmtree(run_dir)  # metrics.jsonl is appended to: start clean
     overrides += [
         f"runner.iterations={args.max_iterations}",
-        f"runner.log_dir={json.dumps(str(run_dir.parent))}",
-        f"runner.run_name={json.dumps(run_dir.name)}",
-        "runner.progress=false",
-        'runner.loggers=["console","jsonl"]',  # the parent follows metrics.jsonl
+        f"runner.logging.log_dir={json.dumps(str(run_dir.parent))}",
+        f"runner.logging.run_name={json.dumps(run_dir.name)}",
+        "runner.logging.progress=false",
+        'runner.logging.loggers=["console","jsonl"]',  # the parent follows metrics.jsonl
         # one checkpoint at the end of a run that ends itself; --save-interval for runs that the
         # wall-clock cap stops (a stopped run writes none), e.g. to evaluate them afterwards
-        f"runner.save_interval={args.save_interval or args.max_iterations}",
-        "runner.keep_checkpoints=0",  # --eval-checkpoints evaluates every one of them
+        f"runner.checkpoints.interval={args.save_interval or args.max_iterations}",
+        "runner.checkpoints.keep=0",  # --eval-checkpoints evaluates every one of them
     ]
     own = task_threshold(args.task)
     threshold = own if args.threshold is None else args.threshold
@@ -140,7 +140,7 @@ def reach_fields(point: dict | None) -> dict | None:
 
 def judged(points: list[dict], by_eval: bool) -> list[dict]:
     """The points the threshold rule runs over: every iteration's training return, or (with
-    `runner.eval_interval`) the iterations that evaluated, their `eval_return` as the return."""
+    `runner.eval.interval`) the iterations that evaluated, their `eval_return` as the return."""
     if not by_eval:
         return points
     return [{**p, "mean_return": p["eval_return"]} for p in points if p["eval_return"] is not None]
@@ -328,9 +328,9 @@ def main(argv=None) -> None:
     import unilab_integration as ui
 
     cfg, run_dir, threshold, overrides = compose(args)
-    args.by_eval = cfg.runner.eval_interval > 0  # the runner's evaluations decide, as in training
+    args.by_eval = cfg.runner.eval.interval > 0  # the runner's evaluations decide, as in training
     if args.by_eval and args.eval_checkpoints:
-        raise SystemExit("give either runner.eval_interval or --eval-checkpoints, not both")
+        raise SystemExit("give either runner.eval.interval or --eval-checkpoints, not both")
     run_dir.mkdir(parents=True, exist_ok=True)
     cfg_path = run_dir.parent / f"{run_dir.name}.config.json"
     ui.save_config(cfg, cfg_path)

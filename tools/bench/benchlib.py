@@ -77,7 +77,7 @@ def read_metrics(path: str | Path) -> list[dict[str, Any]]:
     """Every line of a finished run's `metrics.jsonl` (FileNotFoundError naming it if absent)."""
     path = Path(path)
     if not path.exists():
-        raise FileNotFoundError(f"{path}: no metrics.jsonl (is 'jsonl' in runner.loggers?)")
+        raise FileNotFoundError(f"{path}: no metrics.jsonl (is 'jsonl' in runner.logging.loggers?)")
     tail = MetricsTail(path)
     rows = tail.read()
     if tail._partial.strip():  # a last line without its newline
@@ -104,7 +104,7 @@ def curve_point(line: dict[str, Any], wall_s: float | None) -> dict[str, Any]:
         "curriculum_level": _num(line, "curriculum/level"),  # None without a curriculum
         # the rough tasks' terrain curriculum: the mean terrain level over all worlds
         "terrain_level": _num(line, "curriculum/terrain_levels/mean"),
-        # the runner's own evaluation of the deterministic policy (runner.eval_interval)
+        # the runner's own evaluation of the deterministic policy (runner.eval.interval)
         "eval_return": _num(line, "eval/return"),
         # per-term episode sums: where a plateau's return goes
         "terms": {

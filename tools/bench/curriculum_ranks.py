@@ -59,7 +59,7 @@ PHASE_KEYS = ("dist/curriculum/collectives", "dist/curriculum/bytes")
 SYNC_KEY = "perf/curriculum_sync_s"
 FIX = (
     "train with checkpoints kept (bench_time_to_threshold.py --save-interval N, which sets "
-    "runner.keep_checkpoints=0) and run this tool where the run folder is"
+    "runner.checkpoints.keep=0) and run this tool where the run folder is"
 )
 
 

@@ -72,7 +72,7 @@ def test_metrics_tail_reads_only_complete_new_lines(tmp_path):
         f.write(': 2}\n{"iteration": 3}\n')
     assert tail.read() == [{"iteration": 2}, {"iteration": 3}]
     assert benchlib.read_metrics(path) == [{"iteration": i} for i in (1, 2, 3)]
-    with pytest.raises(FileNotFoundError, match=r"runner\.loggers"):
+    with pytest.raises(FileNotFoundError, match=r"runner\.logging\.loggers"):
         benchlib.read_metrics(tmp_path / "none.jsonl")
 
 

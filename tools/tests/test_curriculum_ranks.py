@@ -51,14 +51,14 @@ def runs(tmp_path_factory) -> Path:
                 f"env.kwargs={json.dumps(KWARGS)}",
                 f"runner.num_steps_per_env={STEPS}",
                 f"runner.iterations={ITERATIONS}",
-                "runner.save_interval=1",
-                "runner.keep_checkpoints=0",
+                "runner.checkpoints.interval=1",
+                "runner.checkpoints.keep=0",
                 f"runner.curriculum_sync={sync}",
-                "runner.progress=false",
-                'runner.loggers=["console","jsonl"]',  # as bench_time_to_threshold.py
+                "runner.logging.progress=false",
+                'runner.logging.loggers=["console","jsonl"]',  # as bench_time_to_threshold.py
                 "runner.seed=5",
-                f"runner.log_dir={json.dumps(str(root))}",
-                f"runner.run_name=w2_{sync}",
+                f"runner.logging.log_dir={json.dumps(str(root))}",
+                f"runner.logging.run_name=w2_{sync}",
                 "algo.num_mini_batches=1",
                 "algo.num_epochs=1",
                 # every world at step 0: the schedule above (the first resets at the end of

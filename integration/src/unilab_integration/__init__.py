@@ -26,8 +26,11 @@ if TYPE_CHECKING:
     from ._checkpoint import resolve_checkpoint as resolve_checkpoint
     from ._checkpoint import save_checkpoint as save_checkpoint
     from ._config import PRESETS as PRESETS
+    from ._config import CheckpointSettings as CheckpointSettings
     from ._config import EnvConfig as EnvConfig
+    from ._config import EvalSettings as EvalSettings
     from ._config import LaunchSettings as LaunchSettings
+    from ._config import LogSettings as LogSettings
     from ._config import RunnerConfig as RunnerConfig
     from ._config import TrainConfig as TrainConfig
     from ._config import WandbSettings as WandbSettings
@@ -65,8 +68,11 @@ __all__ = [
     "PRESETS",
     "AlgorithmSpec",
     "CheckpointError",
+    "CheckpointSettings",
     "EnvConfig",
+    "EvalSettings",
     "LaunchSettings",
+    "LogSettings",
     "MetricLogger",
     "MetricSink",
     "NonFiniteError",
@@ -114,6 +120,9 @@ _LAZY = {
     "PRESETS": "._config",
     "EnvConfig": "._config",
     "LaunchSettings": "._config",
+    "CheckpointSettings": "._config",
+    "EvalSettings": "._config",
+    "LogSettings": "._config",
     "RunnerConfig": "._config",
     "TrainConfig": "._config",
     "load_config": "._config",

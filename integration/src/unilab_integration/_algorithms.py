@@ -27,7 +27,7 @@ class AlgorithmSpec:
     (each factory takes what its learner needs from those keywords). `teacher`: it learns
     from a PPO checkpoint (`runner.teacher`; the teacher's actor network and observation
     groups go into its config as `teacher` / `teacher_obs`). `replay`: it keeps a replay
-    buffer (`runner.save_replay` applies, its shard rides in the learner's state as
+    buffer (`runner.checkpoints.replay` applies, its shard rides in the learner's state as
     "replay").
     """
 

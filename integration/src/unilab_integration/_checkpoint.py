@@ -6,7 +6,7 @@ Layout of a run directory:
     RUN/checkpoints/ckpt_000050.pt    one per save (iteration number in the name)
     RUN/checkpoints/latest            text: the file name of the newest complete checkpoint
 
-`runner.keep_checkpoints` / `runner.keep_every` prune the run's older checkpoints, of every
+`runner.checkpoints.keep` / `runner.checkpoints.keep_every` prune the run's older checkpoints, of every
 session (`prune_checkpoints`); a session removes the temporaries of interrupted writes when it
 starts (`remove_temporaries`).
 

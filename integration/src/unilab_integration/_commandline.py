@@ -17,7 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from ._config import RunnerConfig, TrainConfig
+from ._config import LogSettings, RunnerConfig, TrainConfig, sectioned_runner
 from ._envs import check_named_imports, import_modules
 from ._overrides import apply_overrides
 from ._task_defaults import make_config
@@ -59,19 +59,19 @@ def typed_settings(args: argparse.Namespace) -> list[str]:
         "runner.iterations": args.iterations,
         "runner.env_steps": args.env_steps,
         "runner.teacher": args.teacher,
-        "runner.log_dir": args.log_dir,
-        "runner.run_name": args.run_name,
-        "runner.save_interval": args.save_interval,
-        "runner.eval_interval": args.eval_interval,
+        "runner.logging.log_dir": args.log_dir,
+        "runner.logging.run_name": args.run_name,
+        "runner.checkpoints.interval": args.save_interval,
+        "runner.eval.interval": args.eval_interval,
     }
     items = [f"{k}={json.dumps(v)}" for k, v in flags.items() if v is not None]
     if args.until_solved:
         items.append("runner.until_solved=true")
     if args.no_progress:
-        items.append("runner.progress=false")
+        items.append("runner.logging.progress=false")
     if args.loggers is not None:
         names = [name.strip() for name in args.loggers.split(",") if name.strip()]
-        items.append(f"runner.loggers={json.dumps(names)}")
+        items.append(f"runner.logging.loggers={json.dumps(names)}")
     return [*items, *args.set]
 
 
@@ -104,7 +104,9 @@ def _resumed(args: argparse.Namespace, items: list[str], named: tuple[str, ...])
     runner["imports"] = list(named)
     # where to write is this command's (the resumed folder, or --log-dir / --run-name), never
     # the folder the run was first written to (it may have moved since)
-    runner.update(log_dir=RunnerConfig().log_dir, run_name=None)
+    runner = sectioned_runner(runner)
+    runner["logging"] = {**(runner.get("logging") or {}), "log_dir": LogSettings().log_dir}
+    runner["logging"]["run_name"] = None
     if any(item.partition("=")[0].strip() in BUDGET_KEYS for item in items):
         # a budget given here is the run's budget, whole: the saved one's other parts go
         runner.update(iterations=None, env_steps=None, until_solved=False)

@@ -37,6 +37,9 @@ __all__ = [
     "PRESETS",
     "EnvConfig",
     "LaunchSettings",
+    "CheckpointSettings",
+    "EvalSettings",
+    "LogSettings",
     "RunnerConfig",
     "TrainConfig",
     "WandbSettings",
@@ -124,7 +127,7 @@ class EnvConfig:
 
 @attrs.frozen(kw_only=True)
 class WandbSettings:
-    """The `wandb` logger's run (`runner.loggers` with "wandb"): W&B `project` (None: the
+    """The `wandb` logger's run (`runner.logging.loggers` with "wandb"): W&B `project` (None: the
     WANDB_PROJECT variable, else "unilab"; a resume keeps the run folder's), `entity` (None:
     WANDB_ENTITY or the account's default) and `mode` ("online", "offline" or "disabled"; None:
     the WANDB_MODE variable, else "online")."""
@@ -135,20 +138,63 @@ class WandbSettings:
 
 
 @attrs.frozen(kw_only=True)
+class CheckpointSettings:
+    """Checkpoints (`runner.checkpoints`): `interval` iterations between them (one is always
+    written at the end); of the run's checkpoints (of every session) the newest `keep` stay (0:
+    all), and also those at multiples of `keep_every` x `interval` iterations (every N-th save;
+    0: none); `latest`'s is never deleted. `replay` (FastSAC only): checkpoints also hold every
+    rank's replay shard, so that a resume at the same world size continues bit for bit on CPU;
+    large (the replay capacity times one transition, per rank, gathered to rank 0), hence off by
+    default."""
+
+    interval: int = attrs.field(default=50, validator=positive_int)
+    keep: int = attrs.field(default=5, validator=non_negative_int)
+    keep_every: int = attrs.field(default=10, validator=non_negative_int)
+    replay: bool = False
+
+
+@attrs.frozen(kw_only=True)
+class EvalSettings:
+    """Periodic evaluation (`runner.eval`): every `interval` iterations (0: never) each rank
+    plays the deterministic policy (what `unilab play` runs) for one episode length in an env of
+    its own with `envs` worlds (default min(envs per rank, 1024)) and logs `eval/return`,
+    `eval/length`, `eval_term/<term>`; with `runner.until_solved` the evaluations, not the
+    training episodes, decide (over `solved_patience` consecutive evaluations). Training is
+    unaffected by it."""
+
+    interval: int = attrs.field(default=0, validator=non_negative_int)
+    envs: int | None = attrs.field(default=None, validator=optional(positive_int))
+
+
+@attrs.frozen(kw_only=True)
+class LogSettings:
+    """Where a run writes and what it reports (`runner.logging`): the run folder is
+    `log_dir`/`run_name` (None: a time stamp). `loggers`: where rank 0 sends each iteration's
+    global metrics (`unilab_integration.register_sink` adds names): "console" (the table and, on
+    a terminal, the progress bar, `progress`), "jsonl" (RUN/metrics.jsonl), "tensorboard"
+    (RUN/tensorboard/) and "wandb" (Weights & Biases, `wandb`: `WandbSettings`; needs
+    `pip install "unilab-integration[wandb]"`)."""
+
+    log_dir: str = "runs"
+    run_name: str | None = None
+    progress: bool = True
+    loggers: tuple[str, ...] = attrs.field(default=DEFAULT_LOGGERS, validator=distinct_texts)
+    wandb: WandbSettings = attrs.field(factory=WandbSettings)
+
+
+@attrs.frozen(kw_only=True)
 class RunnerConfig:
-    """The training loop.
+    """The training loop; its checkpoints, evaluation and logging are sections of their own
+    (`checkpoints`: `CheckpointSettings`, `eval`: `EvalSettings`, `logging`: `LogSettings`).
 
     Budget: `iterations` and/or `env_steps` (global env steps over all ranks), both totals of
     the run, counted from its start on resume too; the run stops at the first one reached, or
     earlier with `until_solved` when the global mean episode return of `solved_patience`
     consecutive iterations reaches the task's success threshold.
     `num_steps_per_env`: steps per env per iteration (the on-policy rollout length T; the
-    number of env steps between update phases off-policy). `save_interval`: iterations between
-    checkpoints (one is always written at the end). `keep_checkpoints`: of the run's
-    checkpoints (of every session), the newest K stay (0: all), and also those at multiples of
-    `keep_every` x `save_interval` iterations (every N-th save; 0: none); `latest`'s is never
-    deleted. `curriculum_sync`: `local` (each rank its
-    own), `rank0` (rank 0's state broadcast) or `global` (metrics reduced, same decision).
+    number of env steps between update phases off-policy). `curriculum_sync`: `local` (each
+    rank its own), `rank0` (rank 0's state broadcast) or `global` (metrics reduced, same
+    decision).
     `check_finite`: stop on NaN/inf in observations, losses, gradients or parameters.
     `deterministic`: torch deterministic algorithms (bit-for-bit resume on CPU).
     `matmul_precision`: `torch.set_float32_matmul_precision` in every worker: "highest"
@@ -156,14 +202,6 @@ class RunnerConfig:
     MJLab's train script sets; its effect on PPO's update: docs/benchmarks/ppo-update.md) or
     "medium" (bfloat16 internally).
     `imports`: modules imported in every worker before the env is made (custom tasks).
-    `save_replay` (FastSAC only): checkpoints also hold every rank's replay shard, so that a
-    resume at the same world size continues bit for bit on CPU; large (the replay capacity
-    times one transition, per rank, gathered to rank 0), hence off by default.
-    `eval_interval`: every N iterations (0: never) each rank plays the deterministic policy
-    (what `unilab play` runs) for one episode length in an env of its own with `eval_envs`
-    worlds (default min(envs per rank, 1024)) and logs `eval/return`, `eval/length`,
-    `eval_term/<term>`; with `until_solved` the evaluations, not the training episodes, decide
-    (over `solved_patience` consecutive evaluations). Training is unaffected by it.
     `check_replicas_interval`: every N iterations (0: never) every rank checks that its
     replicated modules and optimizer state equal rank 0's (`unilab_dist.check_replicas`;
     rank-local normalizer statistics excluded) and the run stops naming the rank and tensor
@@ -176,10 +214,6 @@ class RunnerConfig:
     `profile`: every iteration synchronizes the device between its phases and logs rank 0's
     seconds per phase, `profile/<phase>_s` (`_runners/_profile.py`, docs/integration.md);
     this serializes the GPU, so `perf/steps_per_s` is below an unprofiled run's.
-    `loggers`: where rank 0 sends each iteration's global metrics (`unilab_integration.
-    register_sink` adds names): "console" (the table and, on a terminal, the progress bar,
-    `progress`), "jsonl" (RUN/metrics.jsonl), "tensorboard" (RUN/tensorboard/) and "wandb"
-    (Weights & Biases, `wandb`: `WandbSettings`; needs `pip install "unilab-integration[wandb]"`).
     """
 
     seed: int = attrs.field(default=0, validator=integer)
@@ -188,26 +222,49 @@ class RunnerConfig:
     until_solved: bool = False
     solved_patience: int = attrs.field(default=2, validator=positive_int)
     num_steps_per_env: int = attrs.field(default=24, validator=positive_int)
-    save_interval: int = attrs.field(default=50, validator=positive_int)
-    keep_checkpoints: int = attrs.field(default=5, validator=non_negative_int)
-    keep_every: int = attrs.field(default=10, validator=non_negative_int)
     curriculum_sync: str = attrs.field(default="global", validator=one_of(*CURRICULUM_SYNC))
     check_finite: bool = True
     deterministic: bool = False
     matmul_precision: str = attrs.field(default="highest", validator=one_of(*MATMUL_PRECISIONS))
     teacher: str | None = None
     imports: tuple[str, ...] = ()
-    save_replay: bool = False
-    eval_interval: int = attrs.field(default=0, validator=non_negative_int)
-    eval_envs: int | None = attrs.field(default=None, validator=optional(positive_int))
     check_replicas_interval: int = attrs.field(default=0, validator=non_negative_int)
     random_episode_start: bool = False
     profile: bool = False
-    log_dir: str = "runs"
-    run_name: str | None = None
-    progress: bool = True
-    loggers: tuple[str, ...] = attrs.field(default=DEFAULT_LOGGERS, validator=distinct_texts)
-    wandb: WandbSettings = attrs.field(factory=WandbSettings)
+    checkpoints: CheckpointSettings = attrs.field(factory=CheckpointSettings)
+    eval: EvalSettings = attrs.field(factory=EvalSettings)
+    logging: LogSettings = attrs.field(factory=LogSettings)
+
+    # keys of configs written before the runner had sections: where each lives now (a saved
+    # config is read with them moved; a command line that names one is told the new key)
+    MOVED_KEYS: ClassVar[dict[str, str]] = {
+        "save_interval": "checkpoints.interval",
+        "keep_checkpoints": "checkpoints.keep",
+        "keep_every": "checkpoints.keep_every",
+        "save_replay": "checkpoints.replay",
+        "eval_interval": "eval.interval",
+        "eval_envs": "eval.envs",
+        "log_dir": "logging.log_dir",
+        "run_name": "logging.run_name",
+        "progress": "logging.progress",
+        "loggers": "logging.loggers",
+        "wandb": "logging.wandb",
+    }
+
+
+def sectioned_runner(runner: Mapping[str, Any]) -> dict[str, Any]:
+    """A saved `runner` mapping with the flat keys of configs written before the runner had
+    sections (`RunnerConfig.MOVED_KEYS`) moved into their sections (a key present in both forms
+    keeps the section's value)."""
+    moved = RunnerConfig.MOVED_KEYS
+    out = {k: v for k, v in runner.items() if k not in moved}
+    for old, new in moved.items():
+        if old in runner:
+            section, field = new.split(".")
+            part = dict(out.get(section) or {})
+            part.setdefault(field, runner[old])
+            out[section] = part
+    return out
 
 
 @attrs.frozen(kw_only=True)
@@ -245,10 +302,10 @@ class TrainConfig:
     launch: LaunchSettings = attrs.field(factory=LaunchSettings)
 
     def __attrs_post_init__(self) -> None:
-        if self.runner.save_replay and not algorithm_spec(self.algo_name).replay:
+        if self.runner.checkpoints.replay and not algorithm_spec(self.algo_name).replay:
             with_replay = ", ".join(n for n, a in ALGORITHMS.items() if a.replay)
             raise ValueError(
-                f"runner.save_replay applies to algorithms with a replay buffer ({with_replay}); "
+                f"runner.checkpoints.replay applies to algorithms with a replay buffer ({with_replay}); "
                 f"algorithm '{self.algo_name}' has none"
             )
 
@@ -263,7 +320,9 @@ class TrainConfig:
     def from_dict(cls, data: Mapping[str, Any]) -> TrainConfig:
         """Rebuild a config saved by `to_dict` from the data and the declared types alone: no
         preset or task defaults are consulted, so a saved run keeps its values when a default
-        changes (a field the data lacks takes its class default). `algo` is built as the
+        changes (a field the data lacks takes its class default); runner keys of the flat form
+        written before the runner's sections (`RunnerConfig.MOVED_KEYS`) are read in their sections.
+        `algo` is built as the
         config class of its algorithm (`AlgorithmSpec.config_class`), which must be registered:
         nothing is imported here. Unknown keys raise ValueError, wrong types TypeError."""
         data = dict(data)
@@ -275,6 +334,8 @@ class TrainConfig:
         if not isinstance(data["algo"], Mapping):
             raise TypeError(f"'algo' takes {algo_class.__name__} fields, not {data['algo']!r}")
         algo = config_from_data(algo_class, data["algo"], "algo")
+        if isinstance(data.get("runner"), Mapping):
+            data["runner"] = sectioned_runner(data["runner"])
         return config_from_data(cls, {**data, "algo": algo})
 
 

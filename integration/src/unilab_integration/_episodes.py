@@ -1,5 +1,5 @@
 """Episode statistics: the one accumulator of training's episode metrics, the periodic
-evaluation (`runner.eval_interval`), `unilab play` and `unilab eval`."""
+evaluation (`runner.eval.interval`), `unilab play` and `unilab eval`."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Rank 0's training log: one global metrics dict per iteration, fanned out to the sinks of
-`runner.loggers` (`_sinks`: console table and bar, metrics.jsonl, TensorBoard, W&B, or a
+`runner.logging.loggers` (`_sinks`: console table and bar, metrics.jsonl, TensorBoard, W&B, or a
 registered one).
 
 Every value handed to `MetricLogger.log` is already a global aggregate (the runners reduce

@@ -52,7 +52,7 @@ def parse_value(text: str) -> Any:
 @attrs.frozen
 class _Text:
     """A command-line value: the text as typed and its parse. A `str` field takes the text
-    itself (`runner.run_name=2024` is the name "2024", `launch.gpus=0,1` is "0,1")."""
+    itself (`runner.logging.run_name=2024` is the name "2024", `launch.gpus=0,1` is "0,1")."""
 
     text: str
     value: Any
@@ -160,6 +160,10 @@ def _apply_tree(cls: type, config: Any, tree: Mapping[str, Any], prefix: str) ->
     for key, value in tree.items():
         full = f"{prefix}.{key}" if prefix else key
         if key not in names:
+            moved = getattr(cls, "MOVED_KEYS", {}).get(key)
+            if moved is not None:
+                where = f"{prefix}." if prefix else ""
+                raise ValueError(f"config key '{full}' is now '{where}{moved}'")
             close = difflib.get_close_matches(key, names, n=1)
             hint = f"did you mean '{prefix + '.' if prefix else ''}{close[0]}'? " if close else ""
             raise ValueError(

@@ -45,7 +45,7 @@ def learner_from_checkpoint(
     if spec.teacher:
         algo = _teacher_config(algo, state["teacher"])
     learner = spec.build_learner(obs_shapes, action_dim, algo, device=device)
-    if spec.replay:  # a saved replay shard (runner.save_replay) is not needed to act
+    if spec.replay:  # a saved replay shard (runner.checkpoints.replay) is not needed to act
         state = {k: v for k, v in state.items() if k != "replay"}
     learner.load_state_dict(state)
     learner.eval_mode()

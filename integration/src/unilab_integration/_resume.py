@@ -6,7 +6,7 @@ resuming command sets on purpose applies on top (`_commandline`). The launcher's
 also appended to `RUN/resume.log`, lists every value that differs from the checkpoint's:
 
     resuming RUN/checkpoints/ckpt_000002.pt at iteration 2 with its run's config; this command
-    sets runner.iterations 2 -> 5, runner.progress true -> false
+    sets runner.iterations 2 -> 5, runner.logging.progress true -> false
 """
 
 from __future__ import annotations

@@ -119,7 +119,7 @@ def _session_suffix(path: Path, iteration: int) -> str:
 def plan_run_folder(config: Any, resume: str | None) -> RunPlan:
     """The folder `config` (and a resume checkpoint) would write, checked against the rules of
     the module docstring without creating anything."""
-    run = config.runner
+    run = config.runner.logging
     log_dir = Path(run.log_dir)
     ckpt_file = resolve_checkpoint(resume).resolve() if resume is not None else None
     own = None  # the run folder the resume checkpoint lives in

@@ -80,21 +80,28 @@ def _mjlab_ppo(algo: Any) -> Any:
     )
 
 
-def _with(cfg: TrainConfig, *, num_envs: int, algos: dict[str, Any], **runner: Any) -> TrainConfig:
-    """`cfg` with `num_envs` (per rank), `runner` fields and, for its algorithm, `algos`'s."""
+def _with(
+    cfg: TrainConfig,
+    *,
+    num_envs: int,
+    algos: dict[str, Any],
+    checkpoint_interval: int | None = None,
+    **runner: Any,
+) -> TrainConfig:
+    """`cfg` with `num_envs` (per rank), `runner` fields, the checkpoint interval (if given)
+    and, for its algorithm, `algos`'s."""
     algo = algos.get(cfg.algo_name, lambda a: a)(cfg.algo)
-    return attrs.evolve(
-        cfg,
-        env=attrs.evolve(cfg.env, num_envs=num_envs),
-        runner=attrs.evolve(cfg.runner, **runner),
-        algo=algo,
-    )
+    run = attrs.evolve(cfg.runner, **runner)
+    if checkpoint_interval is not None:
+        saving = attrs.evolve(run.checkpoints, interval=checkpoint_interval)
+        run = attrs.evolve(run, checkpoints=saving)
+    return attrs.evolve(cfg, env=attrs.evolve(cfg.env, num_envs=num_envs), runner=run, algo=algo)
 
 
 def _cartpole(cfg: TrainConfig) -> TrainConfig:
     """Small networks, 64 envs per rank: cart-pole solves on a CPU in minutes."""
     small = {"ppo": _small_ppo, "distill": _small_student, "fastsac": _small_sac}
-    return _with(cfg, num_envs=64, algos=small, num_steps_per_env=32, save_interval=20)
+    return _with(cfg, num_envs=64, algos=small, num_steps_per_env=32, checkpoint_interval=20)
 
 
 def _velocity(cfg: TrainConfig) -> TrainConfig:
@@ -111,7 +118,7 @@ def _go1_velocity_flat(cfg: TrainConfig) -> TrainConfig:
         algos={"ppo": _mjlab_ppo},
         num_steps_per_env=24,
         iterations=10_000,
-        save_interval=50,
+        checkpoint_interval=50,
         random_episode_start=True,
     )
 

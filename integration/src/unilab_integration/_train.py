@@ -2,7 +2,7 @@
 
 Refused before any worker starts and before anything is written (ValueError naming the
 cause): unknown task, algorithm or preset; an `env.kwargs` option the task does not have or
-whose value it refuses; an unknown logger (`runner.loggers`; ImportError
+whose value it refuses; an unknown logger (`runner.logging.loggers`; ImportError
 naming the extra for one whose package is missing); no budget; more GPUs than present; a host that is
 malformed or does not resolve; `--hosts slurm` outside a SLURM allocation; an env count that
 does not divide by the world size under `env.scope=global`; a resume checkpoint or teacher
@@ -120,7 +120,7 @@ def _validate(config: TrainConfig, resume: str | None) -> tuple[int, dict | None
     import_modules(config.runner.imports)
     check_task(config.task)
     check_env_options(config.task, dict(config.env.kwargs), config.runner.imports)
-    check_sinks(config.runner.loggers)
+    check_sinks(config.runner.logging.loggers)
     run = config.runner
     if run.iterations is None and run.env_steps is None and not run.until_solved:
         raise ValueError("no training budget: give --iterations, --env-steps or --until-solved")
@@ -274,9 +274,10 @@ def train(config: TrainConfig, *, resume: str | None = None) -> dict[str, Any]:
         try:
             lock.acquire()
             # again, under the lock (another trainer may have written since), same folder
-            here = attrs.evolve(
-                config.runner, log_dir=str(plan.path.parent), run_name=plan.path.name
+            logging = attrs.evolve(
+                config.runner.logging, log_dir=str(plan.path.parent), run_name=plan.path.name
             )
+            here = attrs.evolve(config.runner, logging=logging)
             config = attrs.evolve(config, runner=here)  # its configs record where it is
             plan = plan_run_folder(config, resume)
             remove_temporaries(plan.path / "checkpoints")  # ours alone, under the lock

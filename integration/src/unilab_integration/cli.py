@@ -2,8 +2,8 @@
 
     unilab train cartpole-balance --algo ppo --cpu-workers 2 --until-solved
     unilab train quadruped-velocity --algo ppo --gpus all --num-envs 4096 --env-scope per-rank --iterations 1500
-    unilab train cartpole-balance --algo ppo --set algo.learning_rate=3e-4 --set runner.save_interval=10
-    unilab train cartpole-balance --algo ppo --loggers console,jsonl,wandb --set runner.wandb.project=me
+    unilab train cartpole-balance --algo ppo --set algo.learning_rate=3e-4 --set runner.checkpoints.interval=10
+    unilab train cartpole-balance --algo ppo --loggers console,jsonl,wandb --set runner.logging.wandb.project=me
     unilab play runs/cartpole-balance_ppo_*/ --episodes 10
     unilab play runs/go1-velocity-flat_ppo_*/ --viewer --port 8080
     unilab play logs/rsl_rl/go1_velocity/RUN/model_1000.pt --task go1-velocity-flat

@@ -77,7 +77,7 @@ def build_parser() -> argparse.ArgumentParser:
     t.add_argument(
         "--loggers",
         metavar="NAMES",
-        help="comma-separated metric sinks (runner.loggers; default console,jsonl,tensorboard; "
+        help="comma-separated metric sinks (runner.logging.loggers; default console,jsonl,tensorboard; "
         'also wandb, with pip install "unilab-integration[wandb]")',
     )
     t.add_argument(

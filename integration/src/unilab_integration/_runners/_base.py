@@ -112,7 +112,7 @@ class Runner:
         self.last_checkpoint: str | None = None
         self.evaluator = (
             PolicyEvaluator(config, ctx, self.learner, self.env)
-            if config.runner.eval_interval
+            if config.runner.eval.interval
             else None
         )
 
@@ -203,9 +203,9 @@ class Runner:
                 total=self.budget,
                 initial=self.iteration,
                 initial_env_steps=self.env_steps_global,
-                sinks=cfg.loggers,
+                sinks=cfg.logging.loggers,
                 config=self.config,
-                progress=cfg.progress,
+                progress=cfg.logging.progress,
                 eta=self.plan.source != UNTIL_SOLVED_SOURCE,
             )
             self._announce()
@@ -226,7 +226,7 @@ class Runner:
                 if cfg.until_solved and self._solved(metrics):
                     solved = True
                     break
-                if self.iteration % cfg.save_interval == 0:
+                if self.iteration % cfg.checkpoints.interval == 0:
                     self.save()
             if self.iteration > start_iteration and self.iteration not in self.written:
                 self.save()  # never a checkpoint that no new iteration produced
@@ -317,7 +317,7 @@ class Runner:
         self.env_steps_global += steps_rank * self.ctx.world_size
         elapsed = time.perf_counter() - start
         after = unilab_dist.accounting.snapshot()
-        interval = self.config.runner.eval_interval
+        interval = self.config.runner.eval.interval
         evaluation = (
             self.evaluator.run()
             if self.evaluator is not None and self.iteration % interval == 0
@@ -461,10 +461,8 @@ class Runner:
         self.last_checkpoint = str(path)
         if self.logger is not None:
             self.logger.checkpoint(self.iteration, self.last_checkpoint)
-        cfg = self.config.runner
-        prune_checkpoints(
-            path.parent, keep=cfg.keep_checkpoints, every=cfg.keep_every * cfg.save_interval
-        )
+        saving = self.config.runner.checkpoints
+        prune_checkpoints(path.parent, keep=saving.keep, every=saving.keep_every * saving.interval)
         return self.last_checkpoint
 
     def load(self, path: str | Path) -> None:
@@ -488,7 +486,7 @@ class Runner:
             same and algorithm_spec(self.config.algo_name).replay and "replay" not in learner_state
         ):
             notes.append(
-                "the checkpoint has no replay (runner.save_replay=false): replay starts empty "
+                "the checkpoint has no replay (runner.checkpoints.replay=false): replay starts empty "
                 "(not bit-for-bit)"
             )
         self.learner.load_state_dict(_to_device(learner_state, self.device))
@@ -598,9 +596,9 @@ def _precision(runner: Any) -> str:
 
 def _evaluation(runner: Any) -> str:
     """The announce line's part on evaluations and on what `until_solved` judges."""
-    if runner.eval_interval:
+    if runner.eval.interval:
         judge = ", judged by --until-solved" if runner.until_solved else ""
-        return f"deterministic policy evaluated every {runner.eval_interval} iterations{judge} | "
+        return f"deterministic policy evaluated every {runner.eval.interval} iterations{judge} | "
     if runner.until_solved:
         return "until solved: judged on the training episodes (--eval-interval for the policy's) | "
     return ""

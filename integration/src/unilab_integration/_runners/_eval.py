@@ -1,9 +1,9 @@
-"""Periodic evaluation of the deterministic policy (`runner.eval_interval`).
+"""Periodic evaluation of the deterministic policy (`runner.eval.interval`).
 
 Training episodes are played by the exploring policy (PPO and FastSAC sample their actions),
 so their returns understate what the learned policy does: on UniLab's humanoid, FastSAC's
 training return stays near 17 while its deterministic policy earns over 30
-(docs/benchmarks/time-to-threshold.md). Every `eval_interval` iterations each rank plays the
+(docs/benchmarks/time-to-threshold.md). Every `runner.eval.interval` iterations each rank plays the
 learner's `policy_module()` (the action mean, clamped to the task's `action_bound` unless that
 is None: what `unilab play` runs) in an env of its own for one full episode length from a
 reset (new initial states each time, drawn from the eval env's own random stream), at the
@@ -39,7 +39,7 @@ class PolicyEvaluator:
 
     def __init__(self, config: Any, ctx: Any, learner: Any, train_env: Any) -> None:
         per_rank = config.env.per_rank(ctx.world_size)
-        self.num_envs = config.runner.eval_envs or min(per_rank, 1024)
+        self.num_envs = config.runner.eval.envs or min(per_rank, 1024)
         self.env = make_env(config, self.num_envs, ctx, seed_offset=EVAL_SEED_OFFSET)
         self.learner = learner
         self.groups = actor_groups(config.algo)

@@ -39,8 +39,8 @@ class OffPolicyRunner(Runner):
         )
 
     def learner_state(self) -> dict[str, Any]:
-        """FastSAC's state; with `runner.save_replay` also this rank's replay shard."""
-        return self.learner.state_dict(include_replay=self.config.runner.save_replay)
+        """FastSAC's state; with `runner.checkpoints.replay` also this rank's replay shard."""
+        return self.learner.state_dict(include_replay=self.config.runner.checkpoints.replay)
 
     def _iterate(self) -> dict[str, float]:
         learner, timer, env_step = self.learner, self.timer, self.timer.env_step

@@ -1,4 +1,4 @@
-"""Metric sinks: where rank 0 sends each iteration's global metrics (`runner.loggers`).
+"""Metric sinks: where rank 0 sends each iteration's global metrics (`runner.logging.loggers`).
 
 A sink is one small class per backend, made once per training session on rank 0 from a
 `RunInfo` and fed by `MetricLogger`:
@@ -44,7 +44,7 @@ class RunInfo:
     `TrainConfig`, saved as its config.json; None outside `unilab train`), `total` (the
     iteration budget, None when unknown), `initial` (the iteration this session starts from:
     0, or the resumed checkpoint's), `initial_env_steps` (the global env steps at that
-    checkpoint), `progress` (a live bar is wanted, `runner.progress`) and `stream` (rank 0's
+    checkpoint), `progress` (a live bar is wanted, `runner.logging.progress`) and `stream` (rank 0's
     stdout). A sink of a resumed session (`initial` > 0) drops or marks what an earlier
     session logged after that checkpoint: those iterations are run again."""
 
@@ -94,7 +94,7 @@ _NEEDS: dict[str, tuple[str, str]] = {"wandb": ("wandb", "unilab-integration[wan
 
 
 def register_sink(name: str, factory: SinkFactory) -> None:
-    """Make `runner.loggers` accept `name`: `factory(run_info)` (a class, typically) builds the
+    """Make `runner.logging.loggers` accept `name`: `factory(run_info)` (a class, typically) builds the
     sink on rank 0 when a session starts. Register from a module named in `runner.imports`, so
     that `unilab train` and every worker know it; a name taken by another factory is refused."""
     if not isinstance(name, str) or not name:
@@ -108,7 +108,7 @@ def register_sink(name: str, factory: SinkFactory) -> None:
 
 
 def sink_names() -> list[str]:
-    """The names `runner.loggers` accepts, in registration order."""
+    """The names `runner.logging.loggers` accepts, in registration order."""
     return list(_SINKS)
 
 
@@ -118,13 +118,13 @@ def check_sinks(names: Iterable[str]) -> None:
     for name in names:
         if name not in _SINKS:
             raise ValueError(
-                f"runner.loggers: unknown logger '{name}'; loggers: {', '.join(_SINKS)} (more "
+                f"runner.logging.loggers: unknown logger '{name}'; loggers: {', '.join(_SINKS)} (more "
                 "with unilab_integration.register_sink, from a module in runner.imports)"
             )
         module, extra = _NEEDS.get(name, (None, ""))
         if module is not None and importlib.util.find_spec(module) is None:
             raise ImportError(
-                f"runner.loggers has '{name}', which needs the {module} package: "
+                f"runner.logging.loggers has '{name}', which needs the {module} package: "
                 f'pip install "{extra}"'
             )
 

@@ -27,7 +27,7 @@ BASE_COLUMNS: tuple[Column, ...] = (
     ("episode/return", "return", 9, ".4g"),
     ("episode/length", "length", 7, ".4g"),
     ("episode/count", "eps", 5, ".0f"),
-    ("eval/return", "eval", 9, ".4g"),  # runner.eval_interval: the deterministic policy's return
+    ("eval/return", "eval", 9, ".4g"),  # runner.eval.interval: the deterministic policy's return
     ("dist/collectives", "coll", 5, ".0f"),
     ("dist/bytes", "bytes", 8, ".3g"),
     ("eta_s", "eta(s)", 7, ".0f"),

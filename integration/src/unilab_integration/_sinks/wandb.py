@@ -30,7 +30,7 @@ STEP = "env_steps/global"
 
 
 class WandbSink:
-    """The W&B run of `run.run_dir` (settings: `run.config.runner.wandb`, `WandbSettings`)."""
+    """The W&B run of `run.run_dir` (settings: `run.config.runner.logging.wandb`, `WandbSettings`)."""
 
     def __init__(self, run: RunInfo) -> None:
         import wandb  # present: `make_sink` checked it, naming the extra
@@ -38,7 +38,7 @@ class WandbSink:
         asyncio_log = logging.getLogger("asyncio")
         if asyncio_log.level == logging.NOTSET:  # W&B's client loop: no selector notice in the log
             asyncio_log.setLevel(logging.WARNING)
-        settings = run.config.runner.wandb if run.config is not None else None
+        settings = run.config.runner.logging.wandb if run.config is not None else None
         record_file = run.run_dir / RUN_FILE
         saved = json.loads(record_file.read_text()) if record_file.is_file() else {}
         project = _first(getattr(settings, "project", None), saved.get("project"))
