@@ -43,6 +43,21 @@ def test_overrides_build_the_nested_options():
         apply_overrides(base, ["algo.large_batch.scope=world"])
 
 
+def test_the_command_line_sets_them(capsys):
+    from unilab_integration.cli import main
+
+    argv = ["train", "go1-velocity-flat", "--set", "algo.large_batch.reference_envs=4096"]
+    argv += ["--set", "algo.symmetry.mirror_loss=true", "--print-config"]
+    assert main(argv) == 0
+    algo = json.loads(capsys.readouterr().out)["algo"]
+    assert algo["large_batch"] == {"reference_envs": 4096, "scope": "rank"}
+    assert algo["symmetry"] == {
+        "data_augmentation": True,
+        "mirror_loss": True,
+        "mirror_loss_coef": 0.0,
+    }
+
+
 @pytest.mark.slow
 def test_go1_trains_with_symmetry_and_large_batch(tmp_path: Path):
     cfg = apply_overrides(
