@@ -206,3 +206,11 @@ def test_a_term_without_a_rule_is_named() -> None:
 
     with pytest.raises(ValueError, match=r"observations.policy.x: the term 'height_scan' declares"):
         _map(mdp.height_scan, 3)
+
+
+def test_a_task_without_maps_is_named() -> None:
+    import unilab_envs
+
+    env = unilab_envs.make("cartpole-balance", num_envs=1)
+    with pytest.raises(ValueError, match="task 'cartpole-balance' has no mirror maps"):
+        env.task.mirror_maps()
