@@ -14,7 +14,14 @@ import attrs
 if TYPE_CHECKING:
     from unilab_algos import Learner
 
-__all__ = ["ALGORITHMS", "AlgorithmSpec", "algorithm_spec", "algos_class", "register_algorithm"]
+__all__ = [
+    "ALGORITHMS",
+    "AlgorithmSpec",
+    "algorithm_spec",
+    "algos_class",
+    "mirror_from_env",
+    "register_algorithm",
+]
 
 
 @attrs.frozen(kw_only=True)
@@ -23,8 +30,9 @@ class AlgorithmSpec:
 
     `kind` "on-policy" or "off-policy" picks the runner; `presets` are those it supports;
     `config_factory(preset)` makes its config; `learner_factory(obs_shapes, action_dim,
-    algo_config, *, device, num_envs, world_size, grad_sync, reduce_sum)` builds its learner
-    (each factory takes what its learner needs from those keywords). `teacher`: it learns
+    algo_config, *, device, num_envs, world_size, grad_sync, reduce_sum, env)` builds its
+    learner (each factory takes what its learner needs from those keywords; `env` is the
+    rank's env when the learner will train, None when it is restored to act). `teacher`: it learns
     from a PPO checkpoint (`runner.teacher`; the teacher's actor network and observation
     groups go into its config as `teacher` / `teacher_obs`). `replay`: it keeps a replay
     buffer (`runner.checkpoints.replay` applies, its shard rides in the learner's state as
@@ -51,8 +59,10 @@ class AlgorithmSpec:
         world_size: int = 1,
         grad_sync: Any = None,
         reduce_sum: Any = None,
+        env: Any = None,
     ) -> Learner:
-        """The learner of this algorithm (one rank's; no sync when the two are None).
+        """The learner of this algorithm (one rank's; no sync when the two are None). `env`:
+        the env it trains on (None: it only acts, e.g. restored from a checkpoint).
 
         TypeError, naming what is missing, when it is not the learner its `kind` runs
         (`unilab_algos.OnPolicyLearner` / `OffPolicyLearner`)."""
@@ -67,6 +77,7 @@ class AlgorithmSpec:
             world_size=world_size,
             grad_sync=grad_sync,
             reduce_sum=reduce_sum,
+            env=env,
         )
         missing = missing_members(learner, self.kind)
         if missing:
@@ -117,7 +128,7 @@ def _fastsac_config(preset: str) -> Any:
 
 
 def _on_policy_learner(class_name: str) -> Callable[..., Any]:
-    """PPO's and Distillation's constructor: no env count or world size."""
+    """Distillation's constructor: no env count or world size."""
 
     def build(obs_shapes, action_dim, algo, *, device, grad_sync, reduce_sum, **_) -> Any:
         return algos_class(class_name)(
@@ -127,7 +138,44 @@ def _on_policy_learner(class_name: str) -> Callable[..., Any]:
     return build
 
 
-def _fastsac_learner(obs_shapes, action_dim, algo, **kwargs) -> Any:
+def _ppo_learner(
+    obs_shapes, action_dim, algo, *, device, num_envs, world_size, grad_sync, reduce_sum, env, **_
+) -> Any:
+    """PPO: with `algo.symmetry`, the mirror maps of the env's task; with `algo.large_batch`,
+    scaled for this rank's env count. Restored to act (`env` None), neither applies (both
+    are settings of the update), so a checkpoint plays and exports without the env."""
+    kw: dict[str, Any] = {"device": device, "grad_sync": grad_sync, "reduce_sum": reduce_sum}
+    if env is None:
+        algo = attrs.evolve(algo, symmetry=None, large_batch=None)
+    else:
+        kw.update(num_envs=num_envs, world_size=world_size)
+        if algo.symmetry is not None:
+            kw["mirror"] = mirror_from_env(env)
+    return algos_class("PPO")(obs_shapes, action_dim, algo, **kw)
+
+
+def mirror_from_env(env: Any) -> Any:
+    """The `unilab_algos.Mirror` of `env`'s task (`task.mirror_maps()`: per observation group
+    and for the actions), what `PPOConfig.symmetry` needs. ValueError naming the task when it
+    has none (or a term without a mirror rule)."""
+    from unilab_algos import Mirror, SignedPermutation
+
+    task = getattr(env, "task", None)
+    maps = getattr(task, "mirror_maps", None)
+    if maps is None:
+        raise ValueError(
+            f"algo.symmetry needs the task's mirror maps, and env {type(env).__name__} has no "
+            "task with mirror_maps(); train without algo.symmetry"
+        )
+    try:
+        got = maps()
+    except ValueError as e:
+        raise ValueError(f"algo.symmetry: {e}") from None
+    obs = {g: SignedPermutation(index=i, sign=s) for g, (i, s) in got.obs.items()}
+    return Mirror(obs=obs, action=SignedPermutation(index=got.action[0], sign=got.action[1]))
+
+
+def _fastsac_learner(obs_shapes, action_dim, algo, *, env, **kwargs) -> Any:
     return algos_class("FastSAC")(obs_shapes, action_dim, algo, **kwargs)
 
 
@@ -138,7 +186,7 @@ ALGORITHMS: dict[str, AlgorithmSpec] = {
         description="Proximal Policy Optimization (on-policy, RSL-RL compatible preset)",
         presets=("default", "rsl_rl"),
         config_factory=_ppo_config,
-        learner_factory=_on_policy_learner("PPO"),
+        learner_factory=_ppo_learner,
     ),
     "distill": AlgorithmSpec(
         name="distill",

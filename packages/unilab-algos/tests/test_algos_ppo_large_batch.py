@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import attrs
 import pytest
 
 from unilab_algos.ppo import LargeBatch, PPOConfig, scale_for_envs
@@ -36,3 +37,27 @@ def test_scope_rank_vs_global_on_ranks() -> None:
 def test_fractional_mini_batches_named() -> None:
     with pytest.raises(ValueError, match="whole number"):
         scale_for_envs(PPOConfig(), LargeBatch(), num_envs=5000)
+
+
+def test_learner_applies_the_recipe_for_its_env_count() -> None:
+    """`PPOConfig.large_batch` set: the learner built for 8192 envs per rank runs 8 mini-batches
+    and twice the KL target; its `config` is the scaled one (`large_batch=None`), so nothing
+    scales twice. Without the env count it refuses."""
+    from unilab_algos import PPO, LargeBatch, NetworkConfig, PPOConfig
+
+    net = NetworkConfig(hidden=(8,))
+    cfg = PPOConfig(actor=net, critic=net, large_batch=LargeBatch(reference_envs=4096))
+    shapes = {"policy": (3,), "critic": (3,)}
+    ppo = PPO(shapes, 2, cfg, num_envs=8192)
+    assert ppo.config == attrs.evolve(cfg, large_batch=None, num_mini_batches=8, desired_kl=0.02)
+    assert ppo.state.config is ppo.config
+    two = PPO(
+        shapes,
+        2,
+        attrs.evolve(cfg, large_batch=LargeBatch(scope="global")),
+        num_envs=4096,
+        world_size=2,
+    )
+    assert two.config.num_mini_batches == 8
+    with pytest.raises(ValueError, match="num_envs="):
+        PPO(shapes, 2, cfg)

@@ -15,12 +15,39 @@ from rsl_rl.algorithms import PPO as RslPPO  # noqa: E402
 from rsl_rl.models import MLPModel, RNNModel  # noqa: E402
 from rsl_rl.storage import RolloutStorage as RslStorage  # noqa: E402
 
-from unilab_algos import PPO, NetworkConfig, PPOConfig, convert_rsl_rl_state_dict  # noqa: E402
+from unilab_algos import (  # noqa: E402
+    PPO,
+    Mirror,
+    NetworkConfig,
+    PPOConfig,
+    SignedPermutation,
+    SymmetryConfig,
+    convert_rsl_rl_state_dict,
+)
 
 N, T, A = 10, 7, 3
 
 
 DIMS = {"policy": 5, "critic": 6}
+# Left/right maps of the scripted data: pairs swapped, lateral entries negated.
+MIRROR = Mirror(
+    obs={
+        "policy": SignedPermutation(index=(1, 0, 2, 4, 3), sign=(1, 1, -1, 1, -1)),
+        "critic": SignedPermutation(index=(1, 0, 2, 3, 5, 4), sign=(1, 1, -1, -1, 1, 1)),
+    },
+    action=SignedPermutation(index=(1, 0, 2), sign=(1, 1, -1)),
+)
+
+
+def _rsl_rl_mirror(env, obs=None, actions=None):
+    """RSL-RL's `data_augmentation_func` with `MIRROR`: [original; mirrored] along the batch."""
+    out_obs = out_act = None
+    if obs is not None:
+        mirrored = TensorDict(MIRROR.observations(dict(obs.items())), batch_size=obs.batch_size)
+        out_obs = torch.cat([obs, mirrored], dim=0)
+    if actions is not None:
+        out_act = torch.cat([actions, MIRROR.action(actions)], dim=0)
+    return out_obs, out_act
 
 
 def _rsl_models(rnn_type: str | None):
@@ -39,13 +66,31 @@ def _rsl_models(rnn_type: str | None):
     return actor, critic, storage
 
 
-def _run_pair(rnn_type: str | None, iterations: int, schedule: str = "adaptive", **over):
+def _run_pair(
+    rnn_type: str | None,
+    iterations: int,
+    schedule: str = "adaptive",
+    symmetry: SymmetryConfig | None = None,
+    **over,
+):
     torch.manual_seed(0)
     actor, critic, storage = _rsl_models(rnn_type)
-    ref = RslPPO(actor, critic, storage, learning_rate=1e-3, schedule=schedule, **over)
+    rsl_over = dict(over)
+    if symmetry is not None:  # RSL-RL's symmetry_cfg of the same settings and maps
+        rsl_over["symmetry_cfg"] = {
+            "env": None,
+            "data_augmentation_func": _rsl_rl_mirror,
+            "use_data_augmentation": symmetry.data_augmentation,
+            "use_mirror_loss": symmetry.mirror_loss,
+            "mirror_loss_coeff": symmetry.mirror_loss_coef,
+        }
+    ref = RslPPO(actor, critic, storage, learning_rate=1e-3, schedule=schedule, **rsl_over)
     net = NetworkConfig(hidden=(16, 8), rnn_type=rnn_type, rnn_hidden=8)
-    cfg = PPOConfig.rsl_rl(actor=net, critic=net, schedule=schedule, **_map(over))
-    ours = PPO({k: (d,) for k, d in DIMS.items()}, A, cfg)
+    cfg = PPOConfig.rsl_rl(
+        actor=net, critic=net, schedule=schedule, symmetry=symmetry, **_map(over)
+    )
+    mirror = MIRROR if symmetry is not None else None
+    ours = PPO({k: (d,) for k, d in DIMS.items()}, A, cfg, mirror=mirror)
     ours.actor.load_state_dict(convert_rsl_rl_state_dict(actor.state_dict()))
     ours.critic.load_state_dict(convert_rsl_rl_state_dict(critic.state_dict()))
     ours.init_storage(N, T)
@@ -282,3 +327,52 @@ def test_two_ranks_match_rsl_rl_multi_gpu_bitwise(monkeypatch):
         for i in s_ref:
             for k in ("exp_avg", "exp_avg_sq", "step"):
                 assert torch.equal(s_ref[i][k], opt["state"][i][k]), (rank, i, k)
+
+
+def test_symmetry_augmentation_matches_rsl_rl_bitwise():
+    """`PPOConfig.symmetry` with data augmentation against RSL-RL 5.4.2's `symmetry_cfg` on the
+    same maps and data: the same parameters, Adam state, LR and losses, bit for bit."""
+    sym = SymmetryConfig(data_augmentation=True)
+    ref, ours, metrics = _run_pair(None, iterations=2, symmetry=sym)
+    _assert_same(ref, ours)
+    for r, o in metrics:
+        for k in ("value", "surrogate", "entropy", "symmetry"):
+            assert r[k] == o[k], k
+        assert o["symmetry"] > 0.0
+
+
+def _assert_close(ref, ours):
+    ra = convert_rsl_rl_state_dict(ref.actor.state_dict())
+    rc = convert_rsl_rl_state_dict(ref.critic.state_dict())
+    for mine, theirs in ((ours.actor.state_dict(), ra), (ours.critic.state_dict(), rc)):
+        for k in mine:
+            torch.testing.assert_close(mine[k], theirs[k], rtol=1e-5, atol=1e-6, msg=k)
+    assert ours.learning_rate == ref.learning_rate
+
+
+@pytest.mark.parametrize("augment", [True, False])
+def test_symmetry_mirror_loss_matches_rsl_rl(augment):
+    """The mirror loss (with and without augmentation) against RSL-RL 5.4.2: RSL-RL runs the
+    actor once more for the loss, UniLab reuses the update's forward pass (augmented) or runs
+    it on the mirrored half only, so the sums differ in order: equal to float tolerance."""
+    sym = SymmetryConfig(data_augmentation=augment, mirror_loss=True, mirror_loss_coef=0.5)
+    ref, ours, metrics = _run_pair(None, iterations=2, symmetry=sym)
+    _assert_close(ref, ours)
+    for r, o in metrics:
+        for k in ("value", "surrogate", "entropy", "symmetry"):
+            assert o[k] == pytest.approx(r[k], rel=1e-5, abs=1e-7), k
+
+
+def test_symmetry_loss_logged_only_changes_nothing():
+    """Symmetry configured with both uses off: the loss is logged, the update is RSL-RL's (and
+    the plain preset's) bit for bit."""
+    sym = SymmetryConfig(data_augmentation=False, mirror_loss=False)
+    ref, ours, metrics = _run_pair(None, iterations=1, symmetry=sym)
+    _assert_same(ref, ours)
+    _, plain, _ = _run_pair(None, iterations=1)
+    for a, b in zip(
+        ours.actor.state_dict().values(), plain.actor.state_dict().values(), strict=True
+    ):
+        assert torch.equal(a, b)
+    r, o = metrics[0]
+    assert o["symmetry"] == pytest.approx(r["symmetry"], rel=1e-6)

@@ -36,6 +36,7 @@ class OffPolicyRunner(Runner):
             world_size=self.ctx.world_size,
             grad_sync=grad_sync,
             reduce_sum=reduce_sum,
+            env=self.env,
         )
 
     def learner_state(self) -> dict[str, Any]:

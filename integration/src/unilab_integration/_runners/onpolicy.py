@@ -57,6 +57,7 @@ class OnPolicyRunner(Runner):
             world_size=self.ctx.world_size,
             grad_sync=grad_sync,
             reduce_sum=reduce_sum,
+            env=self.env,
         )
         if teacher is not None:
             learner.load_teacher(teacher["learner"][0])

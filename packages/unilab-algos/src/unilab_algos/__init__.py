@@ -21,12 +21,16 @@ __all__ = [
     "FastSAC",
     "FastSACConfig",
     "GaussianConfig",
+    "LargeBatch",
     "Learner",
+    "Mirror",
     "NetworkConfig",
     "OffPolicyLearner",
     "OnPolicyLearner",
     "PPOConfig",
     "RNDConfig",
+    "SignedPermutation",
+    "SymmetryConfig",
     "__version__",
     "convert_rsl_rl_state_dict",
     "mlp",
@@ -50,6 +54,10 @@ _LAZY = {
     "PPO": ".ppo",
     "PPOConfig": ".ppo",
     "RNDConfig": ".ppo",
+    "LargeBatch": ".ppo",
+    "Mirror": ".ppo",
+    "SignedPermutation": ".ppo",
+    "SymmetryConfig": ".ppo",
 }
 
 

@@ -5,14 +5,18 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
+from .config import LargeBatch as LargeBatch
 from .config import PPOConfig as PPOConfig
 from .config import RNDConfig as RNDConfig
+from .config import SymmetryConfig as SymmetryConfig
 
 __all__ = [
     "LargeBatch",
+    "Mirror",
     "PPO",
     "PPOConfig",
     "RNDConfig",
+    "SymmetryConfig",
     "adaptive_lr",
     "adaptive_lr_tensor",
     "apply_update",
@@ -20,6 +24,7 @@ __all__ = [
     "gaussian_kl",
     "ppo_loss",
     "scale_for_envs",
+    "SignedPermutation",
     "sync_grads",
     "trainable_params",
 ]
@@ -29,8 +34,9 @@ _LAZY = {
     "forward_backward": "._step",
     "sync_grads": "._step",
     "trainable_params": "._step",
-    "LargeBatch": ".large_batch",
     "scale_for_envs": ".large_batch",
+    "Mirror": ".symmetry",
+    "SignedPermutation": ".symmetry",
     "PPO": ".learner",
     "gaussian_kl": ".loss",
     "ppo_loss": ".loss",

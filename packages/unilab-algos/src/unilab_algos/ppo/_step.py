@@ -24,6 +24,7 @@ from .config import PPOConfig
 from .loss import gaussian_kl, ppo_loss
 from .networks import RND
 from .schedule import adaptive_lr, adaptive_lr_tensor
+from .symmetry import Mirror, augment, mirror_mse, repeat_rollout
 
 __all__ = [
     "ACC_METRICS",
@@ -35,12 +36,13 @@ __all__ = [
     "forward_backward",
     "rollout_normalizers",
     "step_rewards",
+    "symmetry_loss",
     "sync_grads",
     "time_out_bootstrap",
     "trainable_params",
 ]
 
-ACC_METRICS = ("value", "surrogate", "entropy", "kl", "rnd")
+ACC_METRICS = ("value", "surrogate", "entropy", "kl", "rnd", "symmetry")
 """The sums in `PPOState.acc`, in order."""
 
 
@@ -60,6 +62,8 @@ class PPOState:
     rnd: RND | None = None
     rnd_optimizer: torch.optim.Optimizer | None = None
     grad_sync: GradSync | None = None
+    mirror: Mirror | None = None
+    """The mirror maps of `config.symmetry` (None without symmetry)."""
     lr: torch.Tensor | None = None
     lr_opt: torch.Tensor | None = None
     lr_float: float = 0.0
@@ -107,14 +111,28 @@ def forward_backward(
     materialize_grads: Sequence[nn.Parameter] = (),
 ) -> tuple[torch.Tensor | None, torch.Tensor]:
     """Loss and backward of one mini-batch into `.grad`. Returns the local KL (0-d, adaptive
-    schedule only) and the detached losses `[value, surrogate, entropy, rnd]` (float32).
+    schedule only) and the detached losses `[value, surrogate, entropy, rnd, symmetry]`
+    (float32).
 
     `obs_src` holds the (padded, for recurrent nets) observations; `materialize_grads`: give
     these parameters a zero `.grad` where backward left none (a captured step needs every
-    gradient tensor to exist: `grad_sync` treats a missing gradient as zero)."""
+    gradient tensor to exist: `grad_sync` treats a missing gradient as zero). With
+    `config.symmetry` the batch is mirrored here (RSL-RL 5.4.2's `Symmetry`; tensor ops only,
+    on this rank's batch)."""
     cfg = st.config
-    a_obs = cat_groups(obs_src["obs"], cfg.actor_obs)
-    c_obs = cat_groups(obs_src["obs"], cfg.critic_obs)
+    sym = cfg.symmetry
+    obs = obs_src["obs"]
+    batch = {k: mb[k] for k in ("actions", "log_prob", "values", "returns")}
+    batch["advantages"] = adv
+    n = None  # the original samples of an augmented batch (the first n)
+    if sym is not None and sym.data_augmentation:
+        n = adv.shape[0]
+        groups = dict.fromkeys(cfg.actor_obs + cfg.critic_obs)
+        obs, batch["actions"] = augment(st.mirror, {g: obs[g] for g in groups}, mb["actions"])
+        for k in ("log_prob", "values", "returns", "advantages"):
+            batch[k] = repeat_rollout(batch[k])
+    a_obs = cat_groups(obs, cfg.actor_obs)
+    c_obs = cat_groups(obs, cfg.critic_obs)
     mean = st.actor.features(a_obs, masks, hidden_state(initial, "actor", st.actor))
     values = st.critic.features(c_obs, masks, hidden_state(initial, "critic", st.critic))
     values = values.squeeze(-1)
@@ -122,35 +140,64 @@ def forward_backward(
     kl = None
     if cfg.schedule == "adaptive":
         with torch.no_grad():
-            kl = gaussian_kl(mb["mean"], mb["std"], dist.mean, dist.stddev)
+            kl = gaussian_kl(mb["mean"], mb["std"], dist.mean[:n], dist.stddev[:n])
     out = ppo_loss(
         dist,
-        mb["actions"],
-        mb["log_prob"],
-        adv,
+        batch["actions"],
+        batch["log_prob"],
+        batch["advantages"],
         values,
-        mb["values"],
-        mb["returns"],
+        batch["values"],
+        batch["returns"],
         clip_param=cfg.clip_param,
         value_loss_coef=cfg.value_loss_coef,
         entropy_coef=cfg.entropy_coef,
         use_clipped_value_loss=cfg.use_clipped_value_loss,
+        entropy_samples=n,
     )
+    loss = out["loss"]
+    sym_loss = None
+    if sym is not None:
+        sym_loss = symmetry_loss(st, mean, obs_src["obs"], n)
+        if sym.mirror_loss:
+            loss = loss + sym.mirror_loss_coef * sym_loss
     rnd_loss = None
     if st.rnd is not None:
         rnd_obs = obs_src["obs"] if masks is None else mb["obs"]  # RND is feed-forward
         rnd_loss = st.rnd.loss(cat_groups(rnd_obs, cfg.rnd.obs))
     st.optimizer.zero_grad()
-    out["loss"].backward()
+    loss.backward()
     if rnd_loss is not None:
         st.rnd_optimizer.zero_grad()
         rnd_loss.backward()
     for p in materialize_grads:
         if p.grad is None:
             p.grad = torch.zeros_like(p)
-    rnd_term = rnd_loss if rnd_loss is not None else torch.zeros((), device=st.device)
-    losses = torch.stack([out["value"], out["surrogate"], out["entropy"], rnd_term])
+    zero = torch.zeros((), device=st.device)
+    rnd_term = rnd_loss if rnd_loss is not None else zero
+    sym_term = sym_loss if sym_loss is not None else zero
+    losses = torch.stack([out["value"], out["surrogate"], out["entropy"], rnd_term, sym_term])
     return kl, losses.detach()
+
+
+def symmetry_loss(
+    st: PPOState, mean: torch.Tensor, obs: Mapping[str, torch.Tensor], n: int | None
+) -> torch.Tensor:
+    """RSL-RL's mirror loss of the actor: `mean` is the actor's output on the augmented batch
+    (the original `n` samples first) or, with `n` None, on the original batch only, whose
+    observations `obs` are then mirrored for one more actor pass. Detached unless
+    `config.symmetry.mirror_loss` (then it only logs)."""
+    cfg = st.config
+    train = cfg.symmetry.mirror_loss
+    with torch.set_grad_enabled(train and torch.is_grad_enabled()):
+        if n is not None:
+            loss = mirror_mse(st.mirror, mean[n:], mean[:n])
+        else:
+            mirrored = st.mirror.observations({g: obs[g] for g in cfg.actor_obs})
+            loss = mirror_mse(
+                st.mirror, st.actor.features(cat_groups(mirrored, cfg.actor_obs)), mean
+            )
+    return loss if train else loss.detach()
 
 
 def sync_grads(

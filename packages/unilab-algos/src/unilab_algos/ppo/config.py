@@ -15,7 +15,7 @@ from ..common.config import (
     obs_groups,
 )
 
-__all__ = ["PPOConfig", "RNDConfig"]
+__all__ = ["LargeBatch", "PPOConfig", "RNDConfig", "SymmetryConfig"]
 
 _pos = attrs.validators.gt(0)
 _nonneg = attrs.validators.ge(0.0)
@@ -39,6 +39,36 @@ class RNDConfig:
     weight: float = attrs.field(default=0.0, validator=_nonneg)
     learning_rate: float = attrs.field(default=1e-3, validator=_pos)
     state_normalization: bool = True
+
+
+@attrs.frozen(kw_only=True)
+class LargeBatch:
+    """The large-batch recipe of `unilab_algos.ppo.large_batch` (its docstring has the rule):
+    `reference_envs`, the env count the config is tuned for, and `scope` ("rank": the env
+    count of one rank; "global": the env count over all ranks)."""
+
+    reference_envs: int = attrs.field(default=4096, validator=attrs.validators.gt(0))
+    scope: Literal["rank", "global"] = attrs.field(
+        default="rank", validator=attrs.validators.in_(("rank", "global"))
+    )
+
+
+@attrs.frozen(kw_only=True)
+class SymmetryConfig:
+    """Left/right symmetry in the PPO update (RSL-RL 5.4.2's `symmetry_cfg`, Mittal et al. 2024).
+
+    The learner receives the maps as a `unilab_algos.ppo.symmetry.Mirror` (`PPO(mirror=...)`).
+    `data_augmentation`: every mini-batch is doubled with its mirrored samples (observations
+    and actions mirrored; old log-prob, value, advantage and return repeated), the surrogate and
+    value losses are taken over both halves, the entropy and the KL over the original half.
+    `mirror_loss`: adds `mirror_loss_coef * mse(mean(mirror(o)), mirror(mean(o)).detach())` to
+    the loss. With both off the mirror loss is still computed and logged (`symmetry`), as
+    RSL-RL does. Feed-forward networks only.
+    """
+
+    data_augmentation: bool = True
+    mirror_loss: bool = False
+    mirror_loss_coef: float = attrs.field(default=0.0, validator=_nonneg)
 
 
 @attrs.frozen(kw_only=True)
@@ -85,6 +115,14 @@ class PPOConfig:
     otherwise eager, quietly; `PPO.capture_status["rollout"]` says which and why). The same
     computations as the eager path; actions are sampled in the graph from torch's graph-safe
     CUDA generator (same seed, so a run stays reproducible).
+
+    Symmetry: `symmetry` (a `SymmetryConfig`) mirrors each mini-batch inside the update step
+    with the `Mirror` given to `PPO(mirror=...)`: tensor ops on the rank's own batch, captured
+    with the step, no collective. None (the default and `rsl_rl()`) leaves the update as it is.
+
+    Large batch: `large_batch` (a `LargeBatch`) scales `num_mini_batches` and `desired_kl`
+    with the env count when `PPO` is built with `num_envs` (and `world_size`); the learner's
+    `config` is then the scaled one, with `large_batch=None`. None (the default) changes nothing.
     """
 
     actor: NetworkConfig = attrs.field(factory=NetworkConfig)
@@ -143,6 +181,8 @@ class PPOConfig:
         default="auto", converter=capture_setting, validator=attrs.validators.in_(CAPTURE_SETTINGS)
     )
     capture_rollout: bool = True
+    symmetry: SymmetryConfig | None = attrs.field(default=None)
+    large_batch: LargeBatch | None = None
 
     @lr_bounds.validator
     def _check_bounds(self, _attr: attrs.Attribute, value: tuple[float, float]) -> None:
@@ -153,6 +193,14 @@ class PPOConfig:
     def _check_clip(self, _attr: attrs.Attribute, value: float | None) -> None:
         if value is not None and not value > 0.0:
             raise ValueError(f"max_grad_norm must be > 0 or None, got {value!r}")
+
+    @symmetry.validator
+    def _check_symmetry(self, _attr: attrs.Attribute, value: SymmetryConfig | None) -> None:
+        if value is not None and (self.actor.recurrent or self.critic.recurrent):
+            raise ValueError(
+                "symmetry needs feed-forward actor and critic (RSL-RL refuses it for recurrent "
+                "policies too); set symmetry=None or drop rnn_type"
+            )
 
     @property
     def recurrent(self) -> bool:

@@ -14,30 +14,20 @@ rank or over all ranks by `scope`):
 - `learning_rate` and `lr_bounds` are unchanged: each step sees a mini-batch of the reference
   size, so the reference step size stays right.
 
-At `envs == R` the config comes back unchanged (equal field for field).
+At `envs == R` the config comes back unchanged (equal field for field). `PPOConfig.large_batch`
+set, `PPO` applies this rule itself when it is built for a known env count (`num_envs`,
+`world_size`).
 """
 
 from __future__ import annotations
 
 from fractions import Fraction
-from typing import Literal
 
 import attrs
 
-from .config import PPOConfig
+from .config import LargeBatch, PPOConfig
 
 __all__ = ["LargeBatch", "scale_for_envs"]
-
-
-@attrs.frozen(kw_only=True)
-class LargeBatch:
-    """The recipe's settings: `reference_envs` (the env count `cfg` is tuned for) and `scope`
-    ("rank": the env count of one rank; "global": the env count over all ranks)."""
-
-    reference_envs: int = attrs.field(default=4096, validator=attrs.validators.gt(0))
-    scope: Literal["rank", "global"] = attrs.field(
-        default="rank", validator=attrs.validators.in_(("rank", "global"))
-    )
 
 
 def scale_for_envs(

@@ -21,6 +21,7 @@ from collections.abc import Mapping
 from itertools import chain
 from typing import Any
 
+import attrs
 import torch
 from tensordict import TensorDict, TensorDictBase
 from torch import nn
@@ -43,6 +44,7 @@ from ._step import (
 )
 from ._update import UpdateDriver
 from .config import PPOConfig
+from .large_batch import scale_for_envs
 from .networks import (
     RND,
     ExportPolicy,
@@ -52,6 +54,7 @@ from .networks import (
     obs_dim,
     td_module,
 )
+from .symmetry import Mirror
 
 __all__ = ["WARMUP", "PPO"]
 
@@ -74,6 +77,13 @@ class PPO:
             as RSL-RL). Action sampling always uses the global RNG.
         graph_backend: the CUDA-graph machinery of the captured paths (default CUDA's;
             `unilab_algos.common.RerunBackend` runs the captured paths without graphs).
+        mirror: the left/right maps (`unilab_algos.ppo.symmetry.Mirror`) that
+            `config.symmetry` needs: one per observation group the actor and critic read, and
+            the actions'. The robot and task decide them (unilab-envs derives them from a
+            task's observation terms); required with `config.symmetry`, unused without.
+        num_envs, world_size: this rank's env count and the rank count, which
+            `config.large_batch` needs (the learner then runs `scale_for_envs`' config, and
+            `self.config` is that one).
 
     Rollout TensorDict keys (storage, batch [T, N]): `("obs", g)` for every group used,
     `actions` [A], `log_prob`, `mean` [A], `std` [A], `values`, `rewards`, `dones` (bool),
@@ -98,9 +108,22 @@ class PPO:
         reduce_sum: ReduceSum | None = None,
         generator: torch.Generator | None = None,
         graph_backend: GraphBackend | None = None,
+        mirror: Mirror | None = None,
+        num_envs: int | None = None,
+        world_size: int = 1,
     ) -> None:
         if not isinstance(config, PPOConfig):
             raise TypeError(f"config must be a PPOConfig, got {type(config).__name__}")
+        if config.large_batch is not None:
+            if num_envs is None:
+                raise ValueError(
+                    "PPOConfig.large_batch scales the mini-batches with the env count: build "
+                    "PPO with num_envs= (and world_size=), or set large_batch=None"
+                )
+            scaled = scale_for_envs(
+                config, config.large_batch, num_envs=num_envs, world_size=world_size
+            )
+            config = attrs.evolve(scaled, large_batch=None)
         if not isinstance(action_dim, int) or action_dim <= 0:
             raise ValueError(f"action_dim must be a positive int, got {action_dim!r}")
         for name, fn in (("grad_sync", grad_sync), ("reduce_sum", reduce_sum)):
@@ -165,6 +188,7 @@ class PPO:
             rnd=rnd,
             rnd_optimizer=rnd_optimizer,
             grad_sync=grad_sync,
+            mirror=_checked_mirror(cfg, mirror, self.obs_shapes, action_dim),
             lr=lr,
             lr_opt=lr_opt,
             lr_float=float(cfg.learning_rate),
@@ -399,7 +423,7 @@ class PPO:
     def update(self) -> dict[str, float]:
         """E epochs x M mini-batches of PPO; returns mean losses and bookkeeping:
         `value`, `surrogate`, `entropy` (RSL-RL's definitions), `kl` (mean of the global KLs,
-        adaptive schedule only), `rnd`, `learning_rate` (after the update), `action_std` (mean
+        adaptive schedule only), `rnd`, `symmetry` (the mirror loss, with `config.symmetry`), `learning_rate` (after the update), `action_std` (mean
         std of the policy after the update), `collectives` (grad_sync + reduce_sum calls, see
         module docstring), `mini_batches`.
 
@@ -427,6 +451,8 @@ class PPO:
             metrics["kl"] = read["kl"]
         if st.rnd is not None:
             metrics["rnd"] = read["rnd"]
+        if cfg.symmetry is not None:
+            metrics["symmetry"] = read["symmetry"]
         metrics["learning_rate"] = read.get("learning_rate", st.lr_float)
         metrics["collectives"] = collectives
         metrics["mini_batches"] = count
@@ -501,6 +527,33 @@ class PPO:
             self.rnd.load_state_dict(sd["rnd"])
             _load_optimizer(self.state.rnd_optimizer, sd["rnd_optimizer"])
         self.update_driver.graphs.reset()  # the optimizer state tensors were replaced: capture again
+
+
+def _checked_mirror(
+    cfg: PPOConfig,
+    mirror: Mirror | None,
+    obs_shapes: Mapping[str, tuple[int, ...]],
+    action_dim: int,
+) -> Mirror | None:
+    """`mirror` when `cfg.symmetry` needs it and it fits the groups and actions, else an error
+    naming what is missing; None without symmetry."""
+    if cfg.symmetry is None:
+        return None
+    if not isinstance(mirror, Mirror):
+        raise ValueError(
+            "PPOConfig.symmetry needs the mirror maps: build PPO with mirror=Mirror(obs=..., "
+            "action=...) (unilab-envs derives them from a task: env.mirror_maps()), or set "
+            f"symmetry=None; got mirror={mirror!r}"
+        )
+    widths = {g: int(obs_shapes[g][-1]) for g in dict.fromkeys(cfg.actor_obs + cfg.critic_obs)}
+    widths["actions"] = action_dim
+    have = {g: len(mirror.obs[g]) for g in widths if g in mirror.obs}
+    have["actions"] = len(mirror.action)
+    wrong = {g: (have.get(g), w) for g, w in widths.items() if have.get(g) != w}
+    if wrong:
+        text = ", ".join(f"{g} (mirror width {h}, data width {w})" for g, (h, w) in wrong.items())
+        raise ValueError(f"the mirror maps do not fit: {text}")
+    return mirror
 
 
 def _load_optimizer(opt: torch.optim.Optimizer, state: dict[str, Any]) -> None:

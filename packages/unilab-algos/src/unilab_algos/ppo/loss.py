@@ -34,6 +34,7 @@ def ppo_loss(
     value_loss_coef: float,
     entropy_coef: float,
     use_clipped_value_loss: bool,
+    entropy_samples: int | None = None,
 ) -> dict[str, torch.Tensor]:
     """Clipped-surrogate PPO loss (RSL-RL 5.4.2 arithmetic).
 
@@ -41,10 +42,14 @@ def ppo_loss(
     `values`, `old_values`, `returns` [...] (one value per sample). Returns 0-d tensors:
     `loss = surrogate + value_loss_coef * value - entropy_coef * entropy`, `surrogate`,
     `value` (raw, unscaled; clipped as `max((v-R)^2, (v_clip-R)^2)` with `v_clip = v_old +
-    clamp(v - v_old, +-clip_param)`, no 1/2), `entropy` (mean of the summed entropy).
+    clamp(v - v_old, +-clip_param)`, no 1/2), `entropy` (mean of the summed entropy; over the
+    first `entropy_samples` samples only when given: the original half of a mirrored batch).
     """
     log_prob = dist.log_prob(actions).sum(dim=-1)
-    entropy = dist.entropy().sum(dim=-1).mean()
+    entropy = dist.entropy()
+    if entropy_samples is not None:
+        entropy = entropy[:entropy_samples]
+    entropy = entropy.sum(dim=-1).mean()
     ratio = torch.exp(log_prob - old_log_prob)
     surrogate = -advantages * ratio
     surrogate_clipped = -advantages * torch.clamp(ratio, 1.0 - clip_param, 1.0 + clip_param)

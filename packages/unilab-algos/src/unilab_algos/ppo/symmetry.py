@@ -20,7 +20,14 @@ from collections.abc import Callable, Mapping
 import attrs
 import torch
 
-__all__ = ["Mirror", "SignedPermutation", "augment", "mirror_loss", "repeat_rollout"]
+__all__ = [
+    "Mirror",
+    "SignedPermutation",
+    "augment",
+    "mirror_loss",
+    "mirror_mse",
+    "repeat_rollout",
+]
 
 
 def _check_perm(inst: SignedPermutation, _attr: attrs.Attribute, value: tuple[int, ...]) -> None:
@@ -40,11 +47,21 @@ class SignedPermutation:
         if len(value) != len(self.index) or any(s not in (1.0, -1.0) for s in value):
             raise ValueError(f"sign must hold {len(self.index)} entries of +1 or -1, got {value!r}")
 
+    _tensors: dict = attrs.field(factory=dict, init=False, eq=False, repr=False)
+    """(index, sign) tensors per (device, dtype): made on the first call (outside a CUDA-graph
+    capture, which cannot copy from the host), read by every later one."""
+
+    def __len__(self) -> int:
+        return len(self.index)
+
     def __call__(self, x: torch.Tensor) -> torch.Tensor:
         if x.shape[-1] != len(self.index):
             raise ValueError(f"mirror of width {len(self.index)} got a last axis of {x.shape[-1]}")
-        idx = torch.tensor(self.index, device=x.device)
-        sign = torch.tensor(self.sign, dtype=x.dtype, device=x.device)
+        key = (x.device, x.dtype)
+        if key not in self._tensors:
+            idx = torch.tensor(self.index, device=x.device)
+            self._tensors[key] = (idx, torch.tensor(self.sign, dtype=x.dtype, device=x.device))
+        idx, sign = self._tensors[key]
         return x.index_select(-1, idx) * sign
 
 
@@ -82,5 +99,10 @@ def mirror_loss(
     obs: Mapping[str, torch.Tensor],
 ) -> torch.Tensor:
     """RSL-RL's mirror loss for the policy mean `mean(obs)` (the target side detached)."""
-    target = mirror.action(mean(obs)).detach()
-    return torch.nn.functional.mse_loss(mean(mirror.observations(obs)), target)
+    return mirror_mse(mirror, mean(mirror.observations(obs)), mean(obs))
+
+
+def mirror_mse(mirror: Mirror, mirrored_mean: torch.Tensor, mean: torch.Tensor) -> torch.Tensor:
+    """`mse(mirrored_mean, mirror.action(mean).detach())`: the mirror loss from the policy
+    means of the mirrored observations and of the original ones, [B, A] each."""
+    return torch.nn.functional.mse_loss(mirrored_mean, mirror.action(mean).detach())

@@ -291,6 +291,15 @@ class Task(abc.ABC):
         beside the task's warp-array attributes. Default: none."""
         return {}
 
+    def mirror_maps(self) -> Any:
+        """The task's left/right mirror maps (`unilab_envs.terms.mirror.MirrorMaps`: per
+        observation group and for the actions), for symmetry in learning. Default: none, a
+        ValueError naming the task; term-based tasks derive them from their terms."""
+        raise ValueError(
+            f"task {self.spec.name!r} has no mirror maps (its class defines no mirror_maps()); "
+            "symmetry needs them"
+        )
+
     def domain_randomization(self) -> DomainRandomization | None:
         """Default domain randomization for this task (None = none); overridable by the env."""
         return None

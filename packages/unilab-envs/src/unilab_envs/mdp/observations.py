@@ -10,21 +10,21 @@ from unilab_envs.terms.config import term
 from unilab_envs.terms.state import EnvState
 
 
-@term(size=3)
+@term(size=3, mirror="vector")
 @wp.func
 def base_lin_vel(w: int, k: int, s: EnvState) -> float:
     """The base's linear velocity in its own frame (m/s)."""
     return root_lin_vel_b(w, s)[k]
 
 
-@term(size=3)
+@term(size=3, mirror="axial")
 @wp.func
 def base_ang_vel(w: int, k: int, s: EnvState) -> float:
     """The base's angular velocity in its own frame (rad/s)."""
     return root_ang_vel_b(w, s)[k]
 
 
-@term(size=3)
+@term(size=3, mirror="vector")
 @wp.func
 def projected_gravity(w: int, k: int, s: EnvState) -> float:
     """The unit gravity direction in the base's frame."""
@@ -45,7 +45,7 @@ class SensorParams:
     sensor: int
 
 
-@term(size="joints", defaults={"biased": 0})
+@term(size="joints", defaults={"biased": 0}, mirror="joints")
 @wp.func
 def joint_pos_rel(w: int, k: int, s: EnvState, p: JointPosParams) -> float:
     """Joint positions minus the default pose (rad or m), action order; `biased`: plus the
@@ -56,28 +56,28 @@ def joint_pos_rel(w: int, k: int, s: EnvState, p: JointPosParams) -> float:
     return rel
 
 
-@term(size="sensor")
+@term(size="sensor", mirror="sensor")
 @wp.func
 def builtin_sensor(w: int, k: int, s: EnvState, p: SensorParams) -> float:
     """A MuJoCo sensor's values (e.g. an IMU's gyro or velocimeter)."""
     return s.sensordata[w, p.sensor + k]
 
 
-@term(size="joints")
+@term(size="joints", mirror="joints")
 @wp.func
 def joint_vel_rel(w: int, k: int, s: EnvState) -> float:
     """Joint velocities (rad/s or m/s; the default velocity is 0), action order."""
     return s.qvel[w, s.joint_dadr[k]]
 
 
-@term(size="actions")
+@term(size="actions", mirror="actions")
 @wp.func
 def last_action(w: int, k: int, s: EnvState) -> float:
     """The action the policy took this step (0 in an episode's first observation)."""
     return wp.where(s.episode_length[w] == 0, 0.0, s.action[w, k])
 
 
-@term(size="command")
+@term(size="command", mirror="command")
 @wp.func
 def generated_commands(w: int, k: int, s: EnvState) -> float:
     """The task's command."""

@@ -100,7 +100,7 @@ def soft_landing(w: int, s: EnvState, p: FootParams) -> float:
     return wp.where(command_speed(w, s) > p.command_threshold, total, 0.0)
 
 
-@term(size="site")
+@term(size="site", mirror="feet")
 @wp.func
 def foot_height(w: int, k: int, s: EnvState, p: FootParams) -> float:
     """Foot k's height above the ground; on a plane at z = 0 (max_height > 0): the site's
@@ -111,7 +111,7 @@ def foot_height(w: int, k: int, s: EnvState, p: FootParams) -> float:
     return p.height[w, k]
 
 
-@term(size="found")
+@term(size="found", mirror="feet")
 @wp.func
 def foot_contact(w: int, k: int, s: EnvState, p: FootParams) -> float:
     """1 where foot k's contact sensor finds a contact, else 0."""
@@ -125,12 +125,14 @@ class TimeParams:
     time: wp.array2d(dtype=float)
 
 
+@term(mirror="feet")
 @wp.func
 def foot_air_time(w: int, k: int, s: EnvState, p: TimeParams) -> float:
     """Foot k's time in the air (s); size: the feet."""
     return p.time[w, k]
 
 
+@term(mirror="feet_vector")
 @wp.func
 def foot_contact_forces(w: int, k: int, s: EnvState, p: FootParams) -> float:
     """sign(f) log(1 + |f|) of component k % 3 of foot k // 3's contact force; size: 3 x

@@ -38,11 +38,13 @@ import numpy as np
 import warp as wp
 
 from unilab_envs._core.task import Capacity, Task, TaskContext, TaskSpec
+from unilab_envs.joint_mirror import joint_mirror, mirror_name
 from unilab_envs.tasks import _mjlab_kernels as K
 from unilab_envs.tasks import mjlab_terms, robots
 from unilab_envs.tasks.robots import RobotConfig
 from unilab_envs.tasks.velocity import COMMAND_NAMES, joint_position_info, named_ids, robot_spec
 from unilab_envs.terms import CompiledTerms, Scene, robot_state
+from unilab_envs.terms.mirror import MirrorContext, MirrorMaps, name_permutation
 from unilab_envs.terrain import (
     GridPattern,
     HeightScan,
@@ -658,6 +660,18 @@ class MjlabVelocityTask(Task):
         if c.heading_command:
             info["heading_range"] = list(c.heading_range)
         return info
+
+    # ------------------------------------------------------------------ symmetry
+    def mirror_maps(self) -> MirrorMaps:
+        """The left/right maps of the observation groups (from each term's declared rule,
+        `unilab_envs.terms.mirror`) and of the actions (`joint_mirror` of the robot's joints:
+        pairs by name, signs by axis); the feet pair by `foot_sites`' names. ValueError naming
+        a term without a rule (e.g. rough's height_scan) or an asymmetric joint."""
+        c = self.config
+        joints = joint_mirror(self._model, self.robot.joint_names)
+        feet = name_permutation(c.foot_sites, mirror_name, "foot_sites")
+        ctx = MirrorContext(joints=joints, actions=joints, feet=feet)
+        return MirrorMaps(obs=self.terms.observation_mirrors(ctx), action=joints)
 
     # ------------------------------------------------------------------ state replay
     def load_state(self, ctx: TaskContext, state: Mapping[str, Any]) -> None:

@@ -33,6 +33,7 @@ from unilab_envs.terms.config import (
     UniformNoise,
     closest,
 )
+from unilab_envs.terms.mirror import MirrorContext, SignedMap, check_map, term_mirror
 from unilab_envs.terms.signature import check_params, params_struct
 from unilab_envs.terms.state import EnvState
 
@@ -352,6 +353,22 @@ class CompiledTerms:
         "rewards.feet_swing_height.peak"; an observation history:
         "observations.<group>.<term>.history"), each [N, size]."""
         return dict(self._state_arrays)
+
+    def observation_mirrors(self, ctx: MirrorContext) -> dict[str, SignedMap]:
+        """Per group, the left/right map of its columns (`unilab_envs.terms.mirror`): each
+        term's declared rule over its values, every history frame alike. ValueError naming
+        the first term without a rule."""
+        out = {}
+        for name, _, entries in self._groups:
+            index: list[int] = []
+            sign: list[float] = []
+            for t, cfg, size, history in entries:
+                frame = term_mirror(t.label, cfg, size, ctx, self.scene)
+                for _ in range(max(history, 1)):
+                    index += [len(index) + i for i in frame[0]]
+                    sign += frame[1]
+            out[name] = check_map((tuple(index), tuple(sign)), f"observations.{name}")
+        return out
 
     def annotate(self, observations: Mapping[str, list[dict[str, Any]]]) -> None:
         """Add each term's scale, and the history length of a term with history, to the

@@ -46,12 +46,17 @@ class TermFunction:
             `wp.array2d(dtype=float)` field of that name, zeroes a world's rows when it is
             reset, and saves and loads them by name ("<kind>.<term>.<field>").
         defaults: parameter values used where the config gives none.
+        mirror: observation terms: how the values map under the left/right reflection
+            (`unilab_envs.terms.mirror.RULES`: "vector", "axial", "scalar", "joints",
+            "actions", "command", "feet", "feet_vector", "sensor"); None: no rule, and a
+            task with this term has no mirror maps.
     """
 
     func: Any
     size: int | str | None = None
     state: Mapping[str, int | str] = attrs.field(factory=dict, converter=dict)
     defaults: Mapping[str, Any] = attrs.field(factory=dict, converter=dict)
+    mirror: str | None = None
 
     @property
     def name(self) -> str:
@@ -63,11 +68,14 @@ def term(
     size: int | str | None = None,
     state: Mapping[str, int | str] | None = None,
     defaults: Mapping[str, Any] | None = None,
+    mirror: str | None = None,
 ) -> Callable[[Any], TermFunction]:
-    """Decorator over a `@wp.func`: `@term(size="joints")` above `@wp.func`."""
+    """Decorator over a `@wp.func`: `@term(size="joints", mirror="joints")` above `@wp.func`."""
 
     def wrap(func: Any) -> TermFunction:
-        return TermFunction(func, size=size, state=state or {}, defaults=defaults or {})
+        return TermFunction(
+            func, size=size, state=state or {}, defaults=defaults or {}, mirror=mirror
+        )
 
     return wrap
 
