@@ -87,7 +87,7 @@ def test_tracking_torques_accelerations_and_deviation_match_numpy():
             "torques": terms.RewardTerm(func=mdp.joint_torques_l2, weight=-1.0),
             "acc": terms.RewardTerm(func=mdp.joint_acc_l2, weight=-1.0),
             "dev": terms.RewardTerm(
-                func=mdp.joint_deviation_l1, weight=-1.0, params={"weight": weights}
+                func=mdp.joint_deviation_l1, weight=-1.0, params={"weights": weights}
             ),
         },
     )

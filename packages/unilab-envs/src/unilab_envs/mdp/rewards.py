@@ -26,9 +26,9 @@ class UprightParams:
 
 @wp.struct
 class JointWeightParams:
-    """weight: one weight per driven joint [J] (a scalar, a sequence or `Joints({regex: w})`)."""
+    """weights: one weight per driven joint [J] (a scalar, a sequence or `Joints({regex: w})`)."""
 
-    weight: wp.array(dtype=float)
+    weights: wp.array(dtype=float)
 
 
 @wp.func
@@ -165,10 +165,10 @@ def joint_acc_l2(w: int, s: EnvState) -> float:
 
 @wp.func
 def joint_deviation_l1(w: int, s: EnvState, p: JointWeightParams) -> float:
-    """sum over the driven joints of weight x |q - default| (rad or m)."""
+    """sum over the driven joints of weights x |q - default| (rad or m)."""
     total = float(0.0)  # noqa: UP018
     for j in range(s.joint_qadr.shape[0]):
-        total += p.weight[j] * wp.abs(s.qpos[w, s.joint_qadr[j]] - s.default_joint_pos[j])
+        total += p.weights[j] * wp.abs(s.qpos[w, s.joint_qadr[j]] - s.default_joint_pos[j])
     return total
 
 

@@ -43,7 +43,7 @@ class EnvState:
             without one): what a biased joint position observation adds.
         default_joint_pos: the robot's default pose [J] (rad or m).
         soft_joint_lo, soft_joint_hi: soft joint limits [J] (the range shrunk about its
-            middle by the robot's soft limit factor).
+            middle by the robot's soft limit factor; +-1e6 for a joint without limits).
         root_body: body id of the floating base; root_qadr, root_dadr: its free joint's
             qpos / qvel addresses.
         root_from_joint: 1: the base's pose and velocity are read from its free joint's
@@ -96,15 +96,17 @@ def robot_state(
 ) -> EnvState:
     """The `EnvState` of a floating-base robot in `ctx` (`TaskContext`): its driven joints
     `joint_ids` (model joint ids, action order) with their default pose, soft limits (the
-    range shrunk about its middle by `soft_limit_factor`), the base body (with a free joint),
-    the task's command [N, C] and encoder bias [N, J]. `root_from_joint`: the terms read the
-    base's pose and velocity from its free joint, not from the kinematics (`EnvState`)."""
+    range shrunk about its middle by `soft_limit_factor`; +-1e6 for a joint without limits),
+    the base body (with a free joint), the task's command [N, C] and encoder bias [N, J].
+    `root_from_joint`: the terms read the base's pose and velocity from its free joint, not
+    from the kinematics (`EnvState`)."""
     mjm, dev, d, spec = ctx.mjm, ctx.device, ctx.data, ctx.spec
     free = [i for i in range(mjm.njnt) if mjm.jnt_bodyid[i] == root_body and mjm.jnt_type[i] == 0]
     if not free:
         name = mujoco.mj_id2name(mjm, mujoco.mjtObj.mjOBJ_BODY, root_body)
         raise ValueError(f"the base body {name!r} has no free joint")
     rng = mjm.jnt_range[joint_ids].astype(np.float64)
+    rng[~mjm.jnt_limited[joint_ids].astype(bool)] = (-1e6, 1e6)  # no limit: never outside
     mid, half = rng.mean(axis=1), 0.5 * (rng[:, 1] - rng[:, 0]) * soft_limit_factor
 
     def arr(values: Any, dtype: Any) -> wp.array:
