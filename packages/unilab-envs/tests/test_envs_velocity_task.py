@@ -414,3 +414,18 @@ def test_unknown_options_name_the_robot_config():
         unilab_envs.make("quadruped-velocity", num_envs=2, max_tilt=0.5)
     with pytest.raises(ValueError, match=r"unknown option\(s\) \['w_nope'\]; VelocityConfig"):
         unilab_envs.make("humanoid-velocity", num_envs=2, w_nope=1.0)
+
+
+def test_saved_task_state_keeps_its_names_and_shapes():
+    # a checkpoint of these tasks from before they were made of terms still loads
+    env = unilab_envs.make("quadruped-velocity", num_envs=2, seed=0)
+    env.reset()
+    arrays = env.state_dict()["arrays"]
+    task = {k: tuple(v.shape) for k, v in arrays.items() if k.startswith("task.")}
+    assert task == {
+        "task.air_time": (2, 4),
+        "task.bad_contact": (2,),
+        "task.command": (2, 3),
+        "task.command_time_left": (2,),
+        "task.foot_contact": (2, 4),
+    }

@@ -152,14 +152,17 @@ class TermTask(Task):
             int(np.flatnonzero((mjm.actuator_trnid[:, 0] == j) & (mjm.actuator_trntype == 0))[0])
             for j in jids
         ]
-        self._act_id = wp.array(np.asarray(act, np.int32), dtype=wp.int32, device=dev)
         scale = np.asarray(r.per_joint("action_scale"), np.float32)
-        self._scale = wp.array(scale, dtype=float, device=dev)
-        self._zero_bias = wp.zeros((n, r.num_joints), dtype=float, device=dev)
+        # constants, not per-world state: in a dict, which `state_dict` does not save
+        self._action = {
+            "act_id": wp.array(np.asarray(act, np.int32), dtype=wp.int32, device=dev),
+            "scale": wp.array(scale, dtype=float, device=dev),
+            "zero_bias": wp.zeros((n, r.num_joints), dtype=float, device=dev),
+        }
         self.command = wp.zeros((n, c.command_dim), dtype=float, device=dev)
         self.env_state = robot_state(
             ctx, jids, r.default_pose, c.soft_joint_limit_factor, root, self.command,
-            self._zero_bias, c.root_from_joint,
+            self._action["zero_bias"], c.root_from_joint,
         )  # fmt: skip
         self._qb, self._vb = self.env_state.root_qadr, self.env_state.root_dadr
         self.terms.bind(self.env_state, n, dev, self.term_arrays())
@@ -179,7 +182,13 @@ class TermTask(Task):
         wp.launch(
             apply_action,
             dim=(ctx.num_envs, self.robot.num_joints),
-            inputs=[ctx.action, self._act_id, s.default_joint_pos, self._scale, self._zero_bias],
+            inputs=[
+                ctx.action,
+                self._action["act_id"],
+                s.default_joint_pos,
+                self._action["scale"],
+                self._action["zero_bias"],
+            ],
             outputs=[ctx.data.ctrl],
             device=ctx.device,
         )
