@@ -152,3 +152,16 @@ def test_a_run_with_a_term_of_the_user_trains_resumes_and_plays(user_terms, tmp_
     assert main(play) == 2
     assert "--import _unilab_user_terms" in capsys.readouterr().err
     assert main([*play, "--import", MODULE]) == 0
+
+
+def test_quadruped_velocity_takes_term_overrides_in_the_launcher():
+    sets = ["env.rewards.torques.weight=-0.001", "env.rewards.feet_air_time=null"]
+    kwargs = apply_overrides(make_config("quadruped-velocity", "ppo"), sets).env.kwargs
+    assert kwargs["rewards"] == {"torques": {"weight": -0.001}, "feet_air_time": None}
+    check_env_options("quadruped-velocity", kwargs)
+    kwargs = apply_overrides(
+        make_config("quadruped-velocity", "ppo"), ["env.rewards.torqes.weight=-0.001"]
+    ).env.kwargs
+    with pytest.raises(ValueError, match="did you mean 'torques'") as info:
+        check_env_options("quadruped-velocity", kwargs)
+    assert "task 'quadruped-velocity'" in str(info.value)

@@ -14,7 +14,7 @@ import torch
 import warp as wp
 
 import unilab_envs
-from unilab_envs.tasks import _velocity_kernels as K
+from unilab_envs import EnvConfig, VecEnv
 from unilab_envs.tasks.robots import QUADRUPED_JOINTS, RobotConfig, quadruped
 from unilab_envs.tasks.velocity import VelocityConfig, VelocityTask, make_quadruped_velocity
 from unilab_envs.testing import check_vec_env
@@ -46,46 +46,48 @@ def _states(task: VelocityTask, n: int):
     return qpos, np.zeros((n, mjm.nv), np.float32)
 
 
+def _env_on_state(task, qpos, qvel, cmd, **arrays) -> VecEnv:
+    """An env of a fresh copy of `task` whose state is the hand-made one: MJWarp's qpos, qvel
+    and `arrays` ("actuator_force", "qacc" of its data; "action", "last_action",
+    "episode_length" of the context; "foot_contact", "bad_contact", "air_time" of the task;
+    zero where not given, the feet on the ground)."""
+    n, f = qpos.shape[0], len(task.robot.foot_bodies)
+    env = VecEnv(type(task)(task.robot, task.config), EnvConfig(num_envs=n, device="cpu"))
+    ctx, t = env.ctx, env.task
+    given = {"qpos": qpos, "qvel": qvel, "command": cmd, "foot_contact": np.ones((n, f))}
+    targets = {name: getattr(ctx.data, name) for name in ("qpos", "qvel", "actuator_force", "qacc")}
+    targets |= {name: getattr(ctx, name) for name in ("action", "last_action", "episode_length")}
+    targets |= {name: getattr(t, name) for name in ("command", "foot_contact", "bad_contact")}
+    targets["air_time"] = t.air_time
+    for name, value in {**given, **arrays}.items():
+        dst = wp.to_torch(targets[name])
+        dst.copy_(torch.as_tensor(np.asarray(value)).to(dst.dtype))
+    return env
+
+
 def _evaluate(
     task, qpos, qvel, cmd, *, act_force=None, action=None, contact=None, air=None, bad=None
 ):
-    n, mjm = qpos.shape[0], task.mjm
-    f, j = len(task.robot.foot_bodies), task.robot.num_joints
-    arr = lambda x, dt=float: wp.array(np.asarray(x), dtype=dt, device="cpu")  # noqa: E731
-    h = {k: arr(v, wp.int32 if v.dtype == np.int32 else float) for k, v in task._host.items()}
-    air_time = arr(np.zeros((n, f)) if air is None else air)
-    reward, terminated = (
-        wp.zeros(n, dtype=float, device="cpu"),
-        wp.zeros(n, dtype=wp.bool, device="cpu"),
-    )
-    log = wp.zeros((len(K.LOG_TERMS), n), dtype=float, device="cpu")
-    wp.launch(
-        K.evaluate,
-        dim=n,
-        inputs=[
-            task.params(),
-            arr(qpos),
-            arr(qvel),
-            arr(np.zeros((n, mjm.nv))),
-            arr(np.zeros((n, mjm.nu)) if act_force is None else act_force),
-            arr(np.zeros((n, j)) if action is None else action),
-            arr(np.zeros((n, j))),
-            arr(cmd, wp.vec3),
-            arr(np.ones((n, f)) if contact is None else contact),
-            arr(np.zeros(n) if bad is None else bad, wp.int32),
-            h["qadr"],
-            h["dadr"],
-            h["act_id"],
-            h["default"],
-            h["soft_lo"],
-            h["soft_hi"],
-            h["dev_weight"],
-        ],
-        outputs=[air_time, reward, terminated, log],
-        device="cpu",
-    )
-    logs = {name: log.numpy()[i] for i, name in enumerate(K.LOG_TERMS)}
-    return reward.numpy(), terminated.numpy(), logs, air_time.numpy()
+    """The task's compiled rewards and terminations on a hand-made state: (reward,
+    terminated, {term: weighted value}, air times after)."""
+    given = {"actuator_force": act_force, "action": action, "foot_contact": contact}
+    given |= {"air_time": air, "bad_contact": bad}
+    env = _env_on_state(task, qpos, qvel, cmd, **{k: v for k, v in given.items() if v is not None})
+    n, t = qpos.shape[0], env.task
+    reward, terminated = wp.zeros(n, dtype=float), wp.zeros(n, dtype=wp.bool)
+    log = wp.zeros((len(t.spec.log_terms), n), dtype=float)
+    t.terms.evaluate(reward, terminated, env.ctx.time_out, log)
+    logs = {name: log.numpy()[i] for i, name in enumerate(t.spec.log_terms)}
+    return reward.numpy(), terminated.numpy(), logs, t.air_time.numpy()
+
+
+def _observe(task, qpos, qvel, cmd, *, seed=0, counter=0, **arrays):
+    """The task's compiled observation groups on a hand-made state: (policy, critic)."""
+    env = _env_on_state(task, qpos, qvel, cmd, **arrays)
+    dims = env.task.spec.observation_dims
+    obs = {g: wp.zeros((qpos.shape[0], d), dtype=float) for g, d in dims.items()}
+    env.task.terms.observe(seed, wp.array([counter], dtype=wp.int32), obs)
+    return obs["policy"].numpy(), obs["critic"].numpy()
 
 
 def test_reward_terms_on_hand_made_states():
@@ -162,34 +164,10 @@ def test_observations_on_hand_made_state():
     qvel[1, 1] = 0.5  # world +y = body +x
     qvel[1, 3:6] = (0.1, 0.2, 0.3)
     qpos[1, task._host["qadr"][4]] += 0.05  # FR_thigh 0.05 rad above default
-    h = {k: wp.array(v, device="cpu") for k, v in task._host.items()}
-    policy = wp.zeros((2, 45), dtype=float, device="cpu")
-    critic = wp.zeros((2, 53), dtype=float, device="cpu")
-    action = wp.array(np.full((2, 12), 0.25, np.float32), device="cpu")
-    cmd = wp.array(
-        np.array([[0.1, 0.2, 0.3], [0.5, 0, 0]], np.float32), dtype=wp.vec3, device="cpu"
-    )
-    wp.launch(
-        K.observe,
-        dim=(2, 53),  # one thread per (world, critic column)
-        inputs=[
-            0,
-            wp.zeros(1, dtype=wp.int32, device="cpu"),
-            task.params(),
-            wp.array(qpos, device="cpu"),
-            wp.array(qvel, device="cpu"),
-            action,
-            wp.array(np.array([0, 7], np.int32), device="cpu"),
-            cmd,
-            wp.array(np.ones((2, 4), np.float32), device="cpu"),
-            h["qadr"],
-            h["dadr"],
-            h["default"],
-        ],
-        outputs=[policy, critic],
-        device="cpu",
-    )
-    p, c = policy.numpy(), critic.numpy()
+    cmd = np.array([[0.1, 0.2, 0.3], [0.5, 0, 0]], np.float32)
+    action = np.full((2, 12), 0.25, np.float32)
+    episode_length = np.array([0, 7], np.int32)
+    p, c = _observe(task, qpos, qvel, cmd, action=action, episode_length=episode_length)
     np.testing.assert_allclose(p, c[:, :45])  # no noise: the critic starts with the policy terms
     np.testing.assert_allclose(p[:, 3:6], [[0, 0, -1]] * 2, atol=1e-6)  # upright gravity
     np.testing.assert_allclose(p[1, 0:3], [0.1, 0.2, 0.3], rtol=1e-6)
@@ -206,30 +184,12 @@ def test_observations_on_hand_made_state():
 
 def _observe_noisy(task, counter: int, n: int = 64):
     qpos, qvel = _states(task, n)
-    h = {k: wp.array(v, device="cpu") for k, v in task._host.items()}
-    policy = wp.zeros((n, 45), dtype=float, device="cpu")
-    critic = wp.zeros((n, 53), dtype=float, device="cpu")
-    wp.launch(
-        K.observe,
-        dim=(n, 53),
-        inputs=[
-            3,
-            wp.array([counter], dtype=wp.int32, device="cpu"),
-            task.params(),
-            wp.array(qpos, device="cpu"),
-            wp.array(qvel, device="cpu"),
-            wp.array(np.full((n, 12), 0.25, np.float32), device="cpu"),
-            wp.array(np.full(n, 5, np.int32), device="cpu"),
-            wp.array(np.tile([[0.1, 0.2, 0.3]], (n, 1)).astype(np.float32), dtype=wp.vec3),
-            wp.array(np.ones((n, 4), np.float32), device="cpu"),
-            h["qadr"],
-            h["dadr"],
-            h["default"],
-        ],
-        outputs=[policy, critic],
-        device="cpu",
+    cmd = np.tile([[0.1, 0.2, 0.3]], (n, 1)).astype(np.float32)
+    action = np.full((n, 12), 0.25, np.float32)
+    episode_length = np.full(n, 5, np.int32)
+    return _observe(
+        task, qpos, qvel, cmd, seed=3, counter=counter, action=action, episode_length=episode_length
     )
-    return policy.numpy(), critic.numpy()
 
 
 def test_observation_noise_per_column_within_bounds():
@@ -454,3 +414,18 @@ def test_unknown_options_name_the_robot_config():
         unilab_envs.make("quadruped-velocity", num_envs=2, max_tilt=0.5)
     with pytest.raises(ValueError, match=r"unknown option\(s\) \['w_nope'\]; VelocityConfig"):
         unilab_envs.make("humanoid-velocity", num_envs=2, w_nope=1.0)
+
+
+def test_saved_task_state_keeps_its_names_and_shapes():
+    # a checkpoint of these tasks from before they were made of terms still loads
+    env = unilab_envs.make("quadruped-velocity", num_envs=2, seed=0)
+    env.reset()
+    arrays = env.state_dict()["arrays"]
+    task = {k: tuple(v.shape) for k, v in arrays.items() if k.startswith("task.")}
+    assert task == {
+        "task.air_time": (2, 4),
+        "task.bad_contact": (2,),
+        "task.command": (2, 3),
+        "task.command_time_left": (2,),
+        "task.foot_contact": (2, 4),
+    }

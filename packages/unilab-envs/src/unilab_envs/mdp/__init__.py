@@ -12,16 +12,20 @@ from unilab_envs.mdp import rewards as _rew
 from unilab_envs.mdp import terminations as _term
 from unilab_envs.mdp import terrain as _ter
 from unilab_envs.mdp import velocity as _vel
+from unilab_envs.mdp.observations import ContactFlagParams as ContactFlagParams
 from unilab_envs.mdp.observations import JointPosParams as JointPosParams
 from unilab_envs.mdp.observations import SensorParams as SensorParams
 from unilab_envs.mdp.observations import base_ang_vel as base_ang_vel
 from unilab_envs.mdp.observations import base_lin_vel as base_lin_vel
+from unilab_envs.mdp.observations import base_pos_z as base_pos_z
 from unilab_envs.mdp.observations import builtin_sensor as builtin_sensor
+from unilab_envs.mdp.observations import foot_ground_contact as foot_ground_contact
 from unilab_envs.mdp.observations import generated_commands as generated_commands
 from unilab_envs.mdp.observations import joint_pos_rel as joint_pos_rel
 from unilab_envs.mdp.observations import joint_vel_rel as joint_vel_rel
 from unilab_envs.mdp.observations import last_action as last_action
 from unilab_envs.mdp.observations import projected_gravity as projected_gravity
+from unilab_envs.mdp.rewards import JointWeightParams as JointWeightParams
 from unilab_envs.mdp.rewards import StdParams as StdParams
 from unilab_envs.mdp.rewards import UprightParams as UprightParams
 from unilab_envs.mdp.rewards import action_l2 as action_l2
@@ -29,15 +33,23 @@ from unilab_envs.mdp.rewards import action_rate_l2 as action_rate_l2
 from unilab_envs.mdp.rewards import ang_vel_xy_l2 as ang_vel_xy_l2
 from unilab_envs.mdp.rewards import flat_orientation_l2 as flat_orientation_l2
 from unilab_envs.mdp.rewards import is_alive as is_alive
+from unilab_envs.mdp.rewards import is_terminated as is_terminated
+from unilab_envs.mdp.rewards import joint_acc_l2 as joint_acc_l2
+from unilab_envs.mdp.rewards import joint_deviation_l1 as joint_deviation_l1
 from unilab_envs.mdp.rewards import joint_pos_limits as joint_pos_limits
+from unilab_envs.mdp.rewards import joint_torques_l2 as joint_torques_l2
 from unilab_envs.mdp.rewards import joint_vel_l2 as joint_vel_l2
 from unilab_envs.mdp.rewards import lin_vel_z_l2 as lin_vel_z_l2
+from unilab_envs.mdp.rewards import track_ang_vel_z_exp as track_ang_vel_z_exp
 from unilab_envs.mdp.rewards import track_angular_velocity as track_angular_velocity
+from unilab_envs.mdp.rewards import track_lin_vel_xy_exp as track_lin_vel_xy_exp
 from unilab_envs.mdp.rewards import track_linear_velocity as track_linear_velocity
 from unilab_envs.mdp.rewards import upright as upright
+from unilab_envs.mdp.terminations import ContactParams as ContactParams
 from unilab_envs.mdp.terminations import LimitAngleParams as LimitAngleParams
 from unilab_envs.mdp.terminations import MinimumHeightParams as MinimumHeightParams
 from unilab_envs.mdp.terminations import bad_orientation as bad_orientation
+from unilab_envs.mdp.terminations import body_ground_contact as body_ground_contact
 from unilab_envs.mdp.terminations import root_height_below_minimum as root_height_below_minimum
 from unilab_envs.mdp.terminations import time_out as time_out
 from unilab_envs.mdp.terrain import BoundsParams as BoundsParams
@@ -49,6 +61,7 @@ from unilab_envs.mdp.terrain import height_scan as height_scan
 from unilab_envs.mdp.terrain import illegal_contact as illegal_contact
 from unilab_envs.mdp.terrain import out_of_terrain_bounds as out_of_terrain_bounds
 from unilab_envs.mdp.terrain import upright_on_terrain as upright_on_terrain
+from unilab_envs.mdp.velocity import AirTimeParams as AirTimeParams
 from unilab_envs.mdp.velocity import BodyParams as BodyParams
 from unilab_envs.mdp.velocity import FootParams as FootParams
 from unilab_envs.mdp.velocity import ForceHistoryParams as ForceHistoryParams
@@ -57,6 +70,7 @@ from unilab_envs.mdp.velocity import TimeParams as TimeParams
 from unilab_envs.mdp.velocity import VectorSensorParams as VectorSensorParams
 from unilab_envs.mdp.velocity import angular_momentum_penalty as angular_momentum_penalty
 from unilab_envs.mdp.velocity import body_angular_velocity_penalty as body_angular_velocity_penalty
+from unilab_envs.mdp.velocity import feet_air_time as feet_air_time
 from unilab_envs.mdp.velocity import feet_clearance as feet_clearance
 from unilab_envs.mdp.velocity import feet_slip as feet_slip
 from unilab_envs.mdp.velocity import feet_swing_height as feet_swing_height
@@ -72,21 +86,25 @@ from unilab_envs.terms.config import closest
 _NAMES = {
     "observation": (
         (_obs, ("base_lin_vel", "base_ang_vel", "projected_gravity", "joint_pos_rel",
-                "joint_vel_rel", "last_action", "generated_commands", "builtin_sensor")),
+                "joint_vel_rel", "last_action", "generated_commands", "builtin_sensor",
+                "base_pos_z", "foot_ground_contact")),
         (_vel, ("foot_height", "foot_air_time", "foot_contact", "foot_contact_forces")),
         (_ter, ("height_scan",)),
     ),
     "reward": (
         (_rew, ("is_alive", "lin_vel_z_l2", "ang_vel_xy_l2", "flat_orientation_l2",
                 "action_rate_l2", "action_l2", "joint_vel_l2", "joint_pos_limits",
-                "track_linear_velocity", "track_angular_velocity", "upright")),
+                "track_linear_velocity", "track_angular_velocity", "upright",
+                "track_lin_vel_xy_exp", "track_ang_vel_z_exp", "joint_torques_l2", "joint_acc_l2",
+                "joint_deviation_l1", "is_terminated")),
         (_vel, ("variable_posture", "body_angular_velocity_penalty", "angular_momentum_penalty",
                 "feet_clearance", "feet_swing_height", "feet_slip", "soft_landing",
-                "self_collision_cost")),
+                "self_collision_cost", "feet_air_time")),
         (_ter, ("upright_on_terrain", "ground_contact_cost")),
     ),
     "termination": (
-        (_term, ("time_out", "bad_orientation", "root_height_below_minimum")),
+        (_term, ("time_out", "bad_orientation", "root_height_below_minimum",
+                 "body_ground_contact")),
         (_ter, ("illegal_contact", "out_of_terrain_bounds")),
     ),
 }  # fmt: skip
@@ -107,11 +125,15 @@ def get(name: str) -> Any:
 
 __all__ = [
     "LIBRARY",
+    "AirTimeParams",
     "BodyParams",
     "BoundsParams",
+    "ContactFlagParams",
+    "ContactParams",
     "FootParams",
     "ForceHistoryParams",
     "JointPosParams",
+    "JointWeightParams",
     "LimitAngleParams",
     "MinimumHeightParams",
     "PostureParams",

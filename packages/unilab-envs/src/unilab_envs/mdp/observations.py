@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import warp as wp
 
-from unilab_envs.mdp.frames import gravity_b, root_ang_vel_b, root_lin_vel_b
+from unilab_envs.mdp.frames import root_ang_vel_b, root_gravity_b, root_height, root_lin_vel_b
 from unilab_envs.terms.config import term
 from unilab_envs.terms.state import EnvState
 
@@ -28,7 +28,14 @@ def base_ang_vel(w: int, k: int, s: EnvState) -> float:
 @wp.func
 def projected_gravity(w: int, k: int, s: EnvState) -> float:
     """The unit gravity direction in the base's frame."""
-    return gravity_b(w, s, s.root_body)[k]
+    return root_gravity_b(w, s)[k]
+
+
+@term(size=1)
+@wp.func
+def base_pos_z(w: int, k: int, s: EnvState) -> float:
+    """The base's height (m, world z)."""
+    return root_height(w, s)
 
 
 @wp.struct
@@ -82,3 +89,18 @@ def last_action(w: int, k: int, s: EnvState) -> float:
 def generated_commands(w: int, k: int, s: EnvState) -> float:
     """The task's command."""
     return s.command[w, k]
+
+
+@wp.struct
+class ContactFlagParams:
+    """contact: 1.0 where foot k touches the ground, else 0 [N, F] (`Ref` of the task's
+    contact scan)."""
+
+    contact: wp.array2d(dtype=float)
+
+
+@wp.func
+def foot_ground_contact(w: int, k: int, s: EnvState, p: ContactFlagParams) -> float:
+    """1 where foot k touched the ground in the last substep (the task's contact scan), else
+    0; size: the feet."""
+    return p.contact[w, k]

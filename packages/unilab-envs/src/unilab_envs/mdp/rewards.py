@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import warp as wp
 
-from unilab_envs.mdp.frames import gravity_b, root_ang_vel_b, root_lin_vel_b
+from unilab_envs.mdp.frames import gravity_b, root_ang_vel_b, root_gravity_b, root_lin_vel_b
 from unilab_envs.terms.state import EnvState
 
 
@@ -22,6 +22,13 @@ class UprightParams:
 
     std: float
     body: int
+
+
+@wp.struct
+class JointWeightParams:
+    """weights: one weight per driven joint [J] (a scalar, a sequence or `Joints({regex: w})`)."""
+
+    weights: wp.array(dtype=float)
 
 
 @wp.func
@@ -47,7 +54,7 @@ def ang_vel_xy_l2(w: int, s: EnvState) -> float:
 @wp.func
 def flat_orientation_l2(w: int, s: EnvState) -> float:
     """The xy components of gravity in the base frame squared (0 upright)."""
-    g = gravity_b(w, s, s.root_body)
+    g = root_gravity_b(w, s)
     return g[0] * g[0] + g[1] * g[1]
 
 
@@ -116,7 +123,63 @@ def upright(w: int, s: EnvState, p: UprightParams) -> float:
     return wp.exp(-(g[0] * g[0] + g[1] * g[1]) / (p.std * p.std))
 
 
+@wp.func
+def track_lin_vel_xy_exp(w: int, s: EnvState, p: StdParams) -> float:
+    """exp(-e / std^2), e: the squared error of the base's xy velocity to the command's
+    (vx, vy) (base frame; Isaac Lab's term, without MJLab's vertical part)."""
+    v = root_lin_vel_b(w, s)
+    ex = s.command[w, 0] - v[0]
+    ey = s.command[w, 1] - v[1]
+    return wp.exp(-(ex * ex + ey * ey) / (p.std * p.std))
+
+
+@wp.func
+def track_ang_vel_z_exp(w: int, s: EnvState, p: StdParams) -> float:
+    """exp(-e / std^2), e: the squared error of the base's yaw rate to the command's (base
+    frame; Isaac Lab's term, without MJLab's roll and pitch part)."""
+    ez = s.command[w, 2] - root_ang_vel_b(w, s)[2]
+    return wp.exp(-(ez * ez) / (p.std * p.std))
+
+
+@wp.func
+def joint_torques_l2(w: int, s: EnvState) -> float:
+    """Squared forces of the actuators driving the driven joints ((N m)^2 or N^2)."""
+    total = float(0.0)  # noqa: UP018
+    for j in range(s.joint_actuator.shape[0]):
+        a = s.joint_actuator[j]
+        if a >= 0:
+            tau = s.actuator_force[w, a]
+            total += tau * tau
+    return total
+
+
+@wp.func
+def joint_acc_l2(w: int, s: EnvState) -> float:
+    """Squared accelerations of the driven joints ((rad/s^2)^2 or (m/s^2)^2)."""
+    total = float(0.0)  # noqa: UP018
+    for j in range(s.joint_dadr.shape[0]):
+        a = s.qacc[w, s.joint_dadr[j]]
+        total += a * a
+    return total
+
+
+@wp.func
+def joint_deviation_l1(w: int, s: EnvState, p: JointWeightParams) -> float:
+    """sum over the driven joints of weights x |q - default| (rad or m)."""
+    total = float(0.0)  # noqa: UP018
+    for j in range(s.joint_qadr.shape[0]):
+        total += p.weights[j] * wp.abs(s.qpos[w, s.joint_qadr[j]] - s.default_joint_pos[j])
+    return total
+
+
+@wp.func
+def is_terminated(w: int, s: EnvState) -> float:
+    """1 on a terminal step (a termination term other than a time-out fired), else 0."""
+    return wp.where(s.terminated[w], 1.0, 0.0)
+
+
 __all__ = [
+    "JointWeightParams",
     "StdParams",
     "UprightParams",
     "action_l2",
@@ -124,10 +187,16 @@ __all__ = [
     "ang_vel_xy_l2",
     "flat_orientation_l2",
     "is_alive",
+    "is_terminated",
+    "joint_acc_l2",
+    "joint_deviation_l1",
     "joint_pos_limits",
+    "joint_torques_l2",
     "joint_vel_l2",
     "lin_vel_z_l2",
+    "track_ang_vel_z_exp",
     "track_angular_velocity",
+    "track_lin_vel_xy_exp",
     "track_linear_velocity",
     "upright",
 ]

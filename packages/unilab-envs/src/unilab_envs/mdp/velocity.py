@@ -142,6 +142,37 @@ def foot_contact_forces(w: int, k: int, s: EnvState, p: FootParams) -> float:
 
 
 @wp.struct
+class AirTimeParams:
+    """contact: 1.0 where foot f touched the ground in the last substep [N, F] (`Ref` of the
+    task's contact scan); air_time: each foot's time in the air [N, F] (s; a `Ref` the task
+    zeroes at reset, the term advances it); threshold: the air time a step should last (s);
+    command_threshold: no reward below this planar command speed (m/s)."""
+
+    contact: wp.array2d(dtype=float)
+    air_time: wp.array2d(dtype=float)
+    threshold: float
+    command_threshold: float
+
+
+@wp.func
+def feet_air_time(w: int, s: EnvState, p: AirTimeParams) -> float:
+    """sum over feet touching down this step of (air time - threshold), 0 while the planar
+    command is below `command_threshold` (Isaac Lab's feet_air_time); each foot's air time
+    grows by step_dt in the air and restarts at 0 on the ground."""
+    total = float(0.0)  # noqa: UP018
+    for f in range(p.air_time.shape[1]):
+        t_air = p.air_time[w, f]
+        if p.contact[w, f] > 0.0:
+            if t_air > 0.0:
+                total += t_air - p.threshold
+            p.air_time[w, f] = 0.0
+        else:
+            p.air_time[w, f] = t_air + s.step_dt
+    c0, c1 = s.command[w, 0], s.command[w, 1]
+    return wp.where(c0 * c0 + c1 * c1 < p.command_threshold * p.command_threshold, 0.0, total)
+
+
+@wp.struct
 class PostureParams:
     """Per-joint std (rad) standing, walking and running, and the command speeds between."""
 

@@ -41,8 +41,9 @@ from unilab_envs._core.task import Capacity, Task, TaskContext, TaskSpec
 from unilab_envs.joint_mirror import joint_mirror, mirror_name
 from unilab_envs.tasks import _mjlab_kernels as K
 from unilab_envs.tasks import mjlab_terms, robots
+from unilab_envs.tasks.robot_model import joint_position_info, named_ids, robot_spec
 from unilab_envs.tasks.robots import RobotConfig
-from unilab_envs.tasks.velocity import COMMAND_NAMES, joint_position_info, named_ids, robot_spec
+from unilab_envs.tasks.velocity import COMMAND_NAMES
 from unilab_envs.terms import CompiledTerms, Scene, robot_state
 from unilab_envs.terms.mirror import MirrorContext, MirrorMaps, name_permutation
 from unilab_envs.terrain import (

@@ -21,9 +21,9 @@ import warp as wp
 
 from unilab_envs._core.task import Task, TaskContext, TaskSpec
 from unilab_envs.tasks._mjlab_kernels import apply_action
+from unilab_envs.tasks.robot_model import joint_position_info, named_ids, robot_spec
 from unilab_envs.tasks.robots import RobotConfig
-from unilab_envs.tasks.velocity import joint_position_info, named_ids, robot_spec
-from unilab_envs.terms import CompiledTerms, Scene, robot_state
+from unilab_envs.terms import CompiledTerms, Scene, codegen, robot_state
 from unilab_envs.terms.config import ObservationGroup, RewardTerm, TerminationTerm, closest
 from unilab_envs.terms.overrides import merge_groups, merge_terms, nest
 
@@ -40,6 +40,7 @@ class TermTaskConfig:
     episode_length_s: float = 20.0
     soft_joint_limit_factor: float = 0.9
     command_dim: int = 0
+    root_from_joint: bool = False  # the base terms read its free joint (`EnvState`)
     observations: Mapping[str, ObservationGroup] = attrs.field(factory=dict, converter=dict)
     rewards: Mapping[str, RewardTerm] = attrs.field(factory=dict, converter=dict)
     terminations: Mapping[str, TerminationTerm] = attrs.field(factory=dict, converter=dict)
@@ -93,10 +94,21 @@ def reset_pose(
 
 
 class TermTask(Task):
-    """A robot task whose observations, rewards and terminations are compiled terms."""
+    """A robot task whose observations, rewards and terminations are compiled terms.
 
-    def __init__(self, robot: RobotConfig, config: TermTaskConfig, name: str) -> None:
-        self.robot, self.config = robot, config
+    A task with commands, curricula or its own resets subclasses it (`VelocityTask`): it
+    offers per-world arrays to the terms' `Ref`s (`term_arrays`) and overrides the hooks it
+    adds to. `noise_stream`: the observation noise's RNG stream (`CompiledTerms`)."""
+
+    def __init__(
+        self,
+        robot: RobotConfig,
+        config: TermTaskConfig,
+        name: str,
+        *,
+        noise_stream: int = codegen.STREAM_OBS_NOISE,
+    ) -> None:
+        self.robot, self.config, self.term_config = robot, config, config
         self._mjm = robot_spec(robot).compile()
         scene = Scene(
             mjm=self._mjm,
@@ -109,6 +121,7 @@ class TermTask(Task):
             observations=config.observations,
             rewards=config.rewards,
             terminations=config.terminations,
+            noise_stream=noise_stream,
         )
         self.spec = TaskSpec(
             name=name,
@@ -126,25 +139,33 @@ class TermTask(Task):
     def build_model(self) -> mujoco.MjModel:
         return self._mjm
 
+    def term_arrays(self) -> dict[str, wp.array]:
+        """The task's per-world arrays the terms may name by `Ref` (allocated before
+        `TermTask.bind` calls this). Default: none."""
+        return {}
+
     def bind(self, ctx: TaskContext) -> None:
-        mjm, r, c, dev, n = ctx.mjm, self.robot, self.config, ctx.device, ctx.num_envs
+        mjm, r, c, dev, n = ctx.mjm, self.robot, self.term_config, ctx.device, ctx.num_envs
         jids = named_ids(mjm, mujoco.mjtObj.mjOBJ_JOINT, r.joint_names, "joints", r.mjcf)
         root = named_ids(mjm, mujoco.mjtObj.mjOBJ_BODY, [r.base_body], "bodies", r.mjcf)[0]
         act = [
             int(np.flatnonzero((mjm.actuator_trnid[:, 0] == j) & (mjm.actuator_trntype == 0))[0])
             for j in jids
         ]
-        self._act_id = wp.array(np.asarray(act, np.int32), dtype=wp.int32, device=dev)
         scale = np.asarray(r.per_joint("action_scale"), np.float32)
-        self._scale = wp.array(scale, dtype=float, device=dev)
-        self._zero_bias = wp.zeros((n, r.num_joints), dtype=float, device=dev)
+        # constants, not per-world state: in a dict, which `state_dict` does not save
+        self._action = {
+            "act_id": wp.array(np.asarray(act, np.int32), dtype=wp.int32, device=dev),
+            "scale": wp.array(scale, dtype=float, device=dev),
+            "zero_bias": wp.zeros((n, r.num_joints), dtype=float, device=dev),
+        }
         self.command = wp.zeros((n, c.command_dim), dtype=float, device=dev)
         self.env_state = robot_state(
             ctx, jids, r.default_pose, c.soft_joint_limit_factor, root, self.command,
-            self._zero_bias,
+            self._action["zero_bias"], c.root_from_joint,
         )  # fmt: skip
         self._qb, self._vb = self.env_state.root_qadr, self.env_state.root_dadr
-        self.terms.bind(self.env_state, n, dev)
+        self.terms.bind(self.env_state, n, dev, self.term_arrays())
 
     def state_arrays(self) -> dict[str, wp.array]:
         return {"terms." + k: v for k, v in self.terms.state_arrays().items()}
@@ -161,7 +182,13 @@ class TermTask(Task):
         wp.launch(
             apply_action,
             dim=(ctx.num_envs, self.robot.num_joints),
-            inputs=[ctx.action, self._act_id, s.default_joint_pos, self._scale, self._zero_bias],
+            inputs=[
+                ctx.action,
+                self._action["act_id"],
+                s.default_joint_pos,
+                self._action["scale"],
+                self._action["zero_bias"],
+            ],
             outputs=[ctx.data.ctrl],
             device=ctx.device,
         )

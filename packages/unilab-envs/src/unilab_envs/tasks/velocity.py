@@ -14,6 +14,11 @@ Observations (float32):
         angular velocity, gravity, joint positions and velocities.
     "critic" [N, 13 + 3J + F]: the policy terms without noise, base linear velocity (body
         frame, m/s) 3, base height (m) 1, foot contact flags F.
+The observations, rewards and terminations are terms of the library `unilab_envs.mdp`
+(`velocity_terms`), compiled by the env into one evaluate and one observe kernel (`TermTask`,
+docs/tasks.md); the config's `rewards`, `observations` and `terminations` (or `--set
+env.rewards.<term>.weight=...`) change, remove or add terms. The base's velocities,
+orientation and height are read from its free joint (the state the last substep integrated to).
 Reward per step = sum of the terms below, each weight * value * step_dt (logged as
 ("log", term) and ("episode", term)):
     track_lin_vel  exp(-|cmd_xy - v_xy|^2 / std_lin^2)        track_ang_vel  exp(-(cmd_yaw - w_z)^2 / std_ang^2)
@@ -22,8 +27,10 @@ Reward per step = sum of the terms below, each weight * value * step_dt (logged 
     joint_acc      sum qdd^2                                  action_rate    sum (a - a_prev)^2
     joint_limits   sum of excursions beyond the soft range    feet_air_time  sum over touchdowns of (t_air - threshold), 0 when |cmd_xy| < 0.1
     joint_deviation sum w_j |q_j - q0_j|                      termination    1 on a terminal step
-Termination: a termination body touches the ground, the base tilts beyond `max_tilt`, or the
-base is lower than `min_base_height`. Time limits are truncations (the env's).
+Termination: a termination body touches the ground (the task's contact scan), the base tilts
+beyond `max_tilt`, or the base is lower than `min_base_height`. Time limits are truncations
+(the env's). Commands, the contact scan, the curriculum and the randomized resets are the
+task's own kernels (`_velocity_kernels`).
 Curriculum (`curriculum=True`): a `LevelCurriculum` on the episode sum of "track_lin_vel";
 level l in [0, 1] scales the command bounds from `command_bounds` (l = 0) to
 `command_bounds_max` (l = 1); one level up when the mean episode sum reaches
@@ -32,8 +39,8 @@ level l in [0, 1] scales the command bounds from `command_bounds` (l = 0) to
 
 from __future__ import annotations
 
-import math
 import os
+from collections.abc import Mapping
 from typing import Any
 
 import attrs
@@ -41,11 +48,19 @@ import mujoco
 import numpy as np
 import warp as wp
 
-from unilab_envs._core.task import Capacity, Task, TaskContext, TaskSpec, observation_term
+from unilab_envs._core.task import Capacity, TaskContext
 from unilab_envs.curriculum import Curriculum, LevelCurriculum
 from unilab_envs.randomization import DomainRandomization
 from unilab_envs.tasks import _velocity_kernels as K
-from unilab_envs.tasks.robots import RobotConfig, apply_physics, humanoid, quadruped
+from unilab_envs.tasks import velocity_terms
+from unilab_envs.tasks.robot_model import (
+    build_robot_model,
+    named_ids,
+    position_gains,
+    robot_spec,
+)
+from unilab_envs.tasks.robots import RobotConfig, humanoid, quadruped
+from unilab_envs.tasks.term_task import TermTask, TermTaskConfig
 
 __all__ = [
     "COMMAND_NAMES",
@@ -129,6 +144,10 @@ class VelocityConfig:
     friction_scale: tuple[float, float] | None = (0.6, 1.25)
     push_velocity: tuple[float, ...] = (0.5, 0.5)
     push_interval_s: tuple[float, float] = (10.0, 15.0)
+    # term overrides (`unilab_envs.terms.overrides`: term objects or plain data)
+    rewards: Mapping[str, Any] = attrs.field(factory=dict, converter=dict)
+    observations: Mapping[str, Mapping[str, Any]] = attrs.field(factory=dict, converter=dict)
+    terminations: Mapping[str, Any] = attrs.field(factory=dict, converter=dict)
 
     def __attrs_post_init__(self) -> None:
         for lo, hi in zip(self.command_bounds, self.command_bounds_max, strict=True):
@@ -147,155 +166,40 @@ class VelocityConfig:
         return max(1, round(self.episode_length_s / self.step_dt))
 
 
-def named_ids(mjm: mujoco.MjModel, obj: mujoco.mjtObj, names, what: str, path: str) -> list[int]:
-    ids = [mujoco.mj_name2id(mjm, obj, n) for n in names]
-    missing = [n for n, i in zip(names, ids, strict=True) if i < 0]
-    if missing:
-        raise ValueError(f"MJCF {path!r} lacks the {what} {missing} named in the robot config")
-    return ids
-
-
-def position_gains(
-    mjm: mujoco.MjModel, joint_names: tuple[str, ...]
-) -> tuple[list[float], list[float]] | None:
-    """(kp, kv) per joint of the `position` actuators driving `joint_names` in `mjm`, or None
-    when one of them is not a position actuator (then it has no PD gains to report)."""
-    kp, kv = [], []
-    for name in joint_names:
-        jid = mujoco.mj_name2id(mjm, mujoco.mjtObj.mjOBJ_JOINT, name)
-        acts = np.flatnonzero(
-            (mjm.actuator_trntype == mujoco.mjtTrn.mjTRN_JOINT) & (mjm.actuator_trnid[:, 0] == jid)
-        )
-        if len(acts) != 1:
-            return None
-        a = int(acts[0])
-        gain, bias = mjm.actuator_gainprm[a], mjm.actuator_biasprm[a]
-        if (
-            mjm.actuator_gaintype[a] != mujoco.mjtGain.mjGAIN_FIXED
-            or mjm.actuator_biastype[a] != mujoco.mjtBias.mjBIAS_AFFINE
-            or bias[1] != -gain[0]
-        ):
-            return None
-        kp.append(float(gain[0]))
-        kv.append(float(-bias[2]))
-    return kp, kv
-
-
-def joint_position_info(
-    robot: RobotConfig, mjm: mujoco.MjModel, observations: dict[str, list[tuple[str, int]]]
-) -> dict[str, Any]:
-    """The deployment facts of a task whose action is a joint position target around the
-    robot's default pose (`Task.deployment_info`): joints, default pose, scale and offset, the
-    compiled model's PD gains (when its actuators are position actuators) and the observation
-    terms, `observations` = {group: [(term, size), ...]} in the order the task writes them."""
-    info: dict[str, Any] = {
-        "action_type": "joint_position",
-        "joint_names": list(robot.joint_names),
-        "default_joint_pos": list(robot.default_pose),
-        "action_scale": list(robot.per_joint("action_scale")),
-        "action_offset": list(robot.default_pose),
-    }
-    gains = position_gains(mjm, robot.joint_names)
-    if gains is not None:
-        info["joint_stiffness"], info["joint_damping"] = gains
-    info["observations"] = {
-        group: [observation_term(name, size) for name, size in terms]
-        for group, terms in observations.items()
-    }
-    return info
-
-
-def build_robot_model(robot: RobotConfig) -> mujoco.MjModel:
-    """Load `robot.mjcf`, check the named joints/bodies, add PD actuators, apply the robot's
-    collision setup and solver options (`apply_physics`), add a floor if needed.
-
-    Raises ValueError naming the missing joints or bodies, or a joint without an actuator.
-    """
-    return robot_spec(robot).compile()
-
-
-def robot_spec(robot: RobotConfig, *, floor: bool = True) -> mujoco.MjSpec:
-    """`build_robot_model` before compiling: the spec, for tasks that add to it (sensors).
-    `floor=False`: no ground plane is added (the task adds its own ground, e.g. terrain)."""
-    path = robot.mjcf
-    if not os.path.isfile(path):
-        raise ValueError(f"robot {robot.name!r}: MJCF file {path!r} does not exist")
-    spec = mujoco.MjSpec.from_file(path)
-    joints = {j.name for j in spec.joints}
-    missing = [n for n in robot.joint_names if n not in joints]
-    if missing:
-        raise ValueError(f"MJCF {path!r} lacks the joints {missing} named in the robot config")
-    bodies = {b.name for b in spec.bodies}
-    wanted = [robot.base_body, *robot.foot_bodies, *(robot.termination_bodies or ())]
-    missing = [n for n in dict.fromkeys(wanted) if n not in bodies]
-    if missing:
-        raise ValueError(f"MJCF {path!r} lacks the bodies {missing} named in the robot config")
-    geoms = {g.name for g in spec.geoms}
-    missing = [n for n in robot.foot_geoms or () if n not in geoms]
-    if missing:
-        raise ValueError(f"MJCF {path!r} lacks the geoms {missing} named in the robot config")
-    if robot.kp is not None:
-        _replace_actuators(spec, robot)
-    apply_physics(spec, robot)
-    if floor and not any(g.type == mujoco.mjtGeom.mjGEOM_PLANE for g in spec.worldbody.geoms):
-        spec.worldbody.add_geom(
-            name="unilab_floor", type=mujoco.mjtGeom.mjGEOM_PLANE, size=[0, 0, 0.05]
-        )
-    return spec
-
-
-def _replace_actuators(spec: mujoco.MjSpec, robot: RobotConfig) -> None:
-    names = set(robot.joint_names)
-    for act in list(spec.actuators):
-        if act.trntype == mujoco.mjtTrn.mjTRN_JOINT and act.target in names:
-            spec.delete(act)
-    kp, kv = robot.per_joint("kp"), robot.per_joint("kv") or (0.0,) * robot.num_joints
-    effort, armature = robot.per_joint("effort_limit"), robot.per_joint("armature")
-    damping, frictionloss = robot.per_joint("damping"), robot.per_joint("frictionloss")
-    by_name = {j.name: j for j in spec.joints}
-    for i, name in enumerate(robot.joint_names):
-        act = spec.add_actuator(name=f"{name}_pd", target=name, trntype=mujoco.mjtTrn.mjTRN_JOINT)
-        act.set_to_position(kp=kp[i], kv=kv[i])
-        if effort is not None:
-            act.forcelimited = mujoco.mjtLimited.mjLIMITED_TRUE
-            act.forcerange = [-effort[i], effort[i]]
-        if armature is not None:
-            by_name[name].armature = armature[i]
-        if damping is not None:
-            by_name[name].damping[0] = damping[i]
-        if frictionloss is not None:
-            by_name[name].frictionloss = frictionloss[i]
-
-
-class VelocityTask(Task):
-    """Command-tracking locomotion for any `RobotConfig`; see the module docstring."""
+class VelocityTask(TermTask):
+    """Command-tracking locomotion for any `RobotConfig`; see the module docstring. Its
+    observations, rewards and terminations are terms (`velocity_terms`, compiled by
+    `TermTask`); commands, the contact scan, the curriculum, randomization and resets are its
+    own."""
 
     def __init__(self, robot: RobotConfig, config: VelocityConfig | None = None) -> None:
         if not isinstance(robot, RobotConfig):
             raise TypeError(f"robot must be a RobotConfig, got {type(robot).__name__}")
-        self.robot = robot
-        self.config = cfg = config or VelocityConfig()
-        j, f = robot.num_joints, len(robot.foot_bodies)
-        max_track = (cfg.w_track_lin_vel + cfg.w_track_ang_vel) * cfg.episode_length_s
-        self.spec = TaskSpec(
-            name=f"{robot.name}-velocity",
-            action_dim=j,
-            observation_dims={"policy": 9 + 3 * j, "critic": 13 + 3 * j + f},
+        cfg = config or VelocityConfig()
+        term_config = TermTaskConfig(
             decimation=cfg.decimation,
             physics_dt=cfg.physics_dt,
+            episode_length_s=cfg.episode_length_s,
+            soft_joint_limit_factor=cfg.soft_limit_factor,
+            command_dim=3,
+            root_from_joint=True,  # the state the last substep integrated to
+            **velocity_terms.task_terms(cfg, robot),
+        )
+        name = f"{robot.name}-velocity"
+        super().__init__(robot, term_config, name, noise_stream=K.STREAM_OBS_NOISE)
+        self.config = cfg
+        self._index(self._mjm)
+        max_track = (cfg.w_track_lin_vel + cfg.w_track_ang_vel) * cfg.episode_length_s
+        self.spec = attrs.evolve(
+            self.spec,
             max_episode_steps=cfg.max_episode_steps,
             success_threshold=0.6 * max_track,
-            log_terms=K.LOG_TERMS,
             capacity=Capacity(nconmax=robot.nconmax, njmax=robot.njmax),
             forward_after_reset=False,
+            action_bound=1.0,
         )
 
     # ------------------------------------------------------------------ host side
-    def build_model(self) -> mujoco.MjModel:
-        mjm = build_robot_model(self.robot)
-        self._index(mjm)
-        return mjm
-
     def _index(self, mjm: mujoco.MjModel) -> None:
         r, path = self.robot, self.robot.mjcf
         jids = named_ids(mjm, mujoco.mjtObj.mjOBJ_JOINT, r.joint_names, "joints", path)
@@ -308,7 +212,6 @@ class VelocityTask(Task):
         if not free:
             raise ValueError(f"MJCF {path!r}: base body {r.base_body!r} has no free joint")
         self._qb, self._vb = int(mjm.jnt_qposadr[free[0]]), int(mjm.jnt_dofadr[free[0]])
-        act_ids = []
         for name, jid in zip(r.joint_names, jids, strict=True):
             acts = [
                 a
@@ -321,7 +224,6 @@ class VelocityTask(Task):
                     f"MJCF {path!r}: joint {name!r} has {len(acts)} actuators, needs exactly 1 "
                     "(or give kp/kv in the robot config)"
                 )
-            act_ids.append(acts[0])
         feet = named_ids(mjm, mujoco.mjtObj.mjOBJ_BODY, r.foot_bodies, "bodies", path)
         term_names = (r.base_body,) if r.termination_bodies is None else r.termination_bodies
         term = named_ids(mjm, mujoco.mjtObj.mjOBJ_BODY, term_names, "bodies", path)
@@ -333,42 +235,23 @@ class VelocityTask(Task):
             for k, b in enumerate(feet):
                 geom_foot[mjm.geom_bodyid == b] = k
         rng = mjm.jnt_range[jids].astype(np.float64)
-        limited = mjm.jnt_limited[jids].astype(bool)
-        rng[~limited] = (-1e6, 1e6)
-        mid, half = rng.mean(axis=1), 0.5 * (rng[:, 1] - rng[:, 0]) * self.config.soft_limit_factor
+        rng[~mjm.jnt_limited[jids].astype(bool)] = (-1e6, 1e6)
         self._host = {
             "qadr": np.asarray(mjm.jnt_qposadr[jids], np.int32),
-            "dadr": np.asarray(mjm.jnt_dofadr[jids], np.int32),
-            "act_id": np.asarray(act_ids, np.int32),
             "default": np.asarray(r.default_pose, np.float32),
-            "scale": np.asarray(r.per_joint("action_scale"), np.float32),
-            "soft_lo": (mid - half).astype(np.float32),
-            "soft_hi": (mid + half).astype(np.float32),
             "jnt_lo": rng[:, 0].astype(np.float32),
             "jnt_hi": rng[:, 1].astype(np.float32),
-            "dev_weight": np.asarray(r.joint_deviation or (0.0,) * r.num_joints, np.float32),
             "geom_ground": (mjm.geom_bodyid == 0).astype(np.int32),
             "geom_foot": geom_foot,
             "geom_term": np.isin(mjm.geom_bodyid, term).astype(np.int32),
         }
 
     def params(self) -> K.Params:
-        """The kernels' scalar parameters (a warp struct) for this task and robot."""
+        """The command and reset kernels' scalar parameters (a warp struct)."""
         c, r = self.config, self.robot
         p = K.Params()
         p.nj, p.nfoot, p.qb, p.vb = r.num_joints, len(r.foot_bodies), self._qb, self._vb
         p.step_dt = c.step_dt
-        p.w_lin, p.w_ang = c.w_track_lin_vel, c.w_track_ang_vel
-        p.inv_var_lin, p.inv_var_ang = 1.0 / c.std_lin_vel**2, 1.0 / c.std_ang_vel**2
-        p.w_lin_z, p.w_ang_xy, p.w_orient = c.w_lin_vel_z, c.w_ang_vel_xy, c.w_orientation
-        p.w_torque, p.w_acc, p.w_rate = c.w_torques, c.w_joint_acc, c.w_action_rate
-        p.w_limits, p.w_air, p.air_threshold = (
-            c.w_joint_limits,
-            c.w_feet_air_time,
-            c.air_time_threshold,
-        )
-        p.air_min_command, p.w_dev, p.w_term = 0.1, c.w_joint_deviation, c.w_termination
-        p.min_height, p.cos_max_tilt = r.min_base_height, math.cos(r.max_tilt)
         p.resample_s, p.standing_prob = c.resample_s, c.standing_prob
         p.cmd_lo, p.cmd_hi = wp.vec3(*c.command_bounds), wp.vec3(*c.command_bounds_max)
         if not c.curriculum:  # without a curriculum the level stays 0: use the full range
@@ -379,24 +262,23 @@ class VelocityTask(Task):
             c.reset_lin_vel,
             c.reset_ang_vel,
         )
-        p.noise = int(c.obs_noise)
-        p.noise_ang_vel, p.noise_gravity = c.noise_ang_vel, c.noise_gravity
-        p.noise_joint_pos, p.noise_joint_vel = c.noise_joint_pos, c.noise_joint_vel
         return p
+
+    def term_arrays(self) -> dict[str, wp.array]:
+        return {name: getattr(self, name) for name in velocity_terms.TASK_ARRAYS}
 
     def bind(self, ctx: TaskContext) -> None:
         dev, n, f = ctx.device, ctx.num_envs, len(self.robot.foot_bodies)
-        h = self._host
-        self._a = {
-            k: wp.array(v, dtype=wp.int32 if v.dtype == np.int32 else float, device=dev)
-            for k, v in h.items()
-        }
-        self._p = self.params()
-        self.command = wp.zeros(n, dtype=wp.vec3, device=dev)
         self.command_time_left = wp.zeros(n, dtype=float, device=dev)
         self.air_time = wp.zeros((n, f), dtype=float, device=dev)
         self.foot_contact = wp.zeros((n, f), dtype=float, device=dev)
         self.bad_contact = wp.zeros(n, dtype=wp.int32, device=dev)
+        super().bind(ctx)  # the command, the terms' state
+        self._a = {
+            k: wp.array(v, dtype=wp.int32 if v.dtype == np.int32 else float, device=dev)
+            for k, v in self._host.items()
+        }
+        self._p = self.params()
 
     def velocity_tracking(self, obs: Any) -> dict[str, Any]:
         """The command and the base velocities of an env observation (torch views of its
@@ -417,14 +299,8 @@ class VelocityTask(Task):
     def deployment_info(self) -> dict[str, Any]:
         """`Task.deployment_info()`: joint position targets around the default pose, the PD
         gains of the compiled model's actuators, the observation terms and command ranges."""
-        r, c, j, f = self.robot, self.config, self.robot.num_joints, len(self.robot.foot_bodies)
-        policy = [("base_ang_vel", 3), ("projected_gravity", 3), ("command", 3)]
-        policy += [("joint_pos", j), ("joint_vel", j), ("actions", j)]
-        critic = [*policy, ("base_lin_vel", 3), ("base_height", 1), ("foot_contact", f)]
-        info = {
-            **super().deployment_info(),
-            **joint_position_info(r, self.build_model(), {"policy": policy, "critic": critic}),
-        }
+        c = self.config
+        info = super().deployment_info()
         info["command_names"] = list(COMMAND_NAMES)
         info["command_ranges"] = {
             n: [-b, b] for n, b in zip(COMMAND_NAMES, c.command_bounds_max, strict=True)
@@ -463,16 +339,6 @@ class VelocityTask(Task):
         )
 
     # ------------------------------------------------------------------ device side
-    def apply_action(self, ctx: TaskContext) -> None:
-        a = self._a
-        wp.launch(
-            K.apply_action,
-            dim=(ctx.num_envs, self.robot.num_joints),
-            inputs=[ctx.action, a["act_id"], a["default"], a["scale"]],
-            outputs=[ctx.data.ctrl],
-            device=ctx.device,
-        )
-
     def post_physics(self, ctx: TaskContext) -> None:
         a, d, n = self._a, ctx.data, ctx.num_envs
         wp.launch(
@@ -505,59 +371,6 @@ class VelocityTask(Task):
             device=ctx.device,
         )
 
-    def evaluate(
-        self, ctx: TaskContext, reward: wp.array, terminated: wp.array, log: wp.array
-    ) -> None:
-        a, d = self._a, ctx.data
-        wp.launch(
-            K.evaluate,
-            dim=ctx.num_envs,
-            inputs=[
-                self._p,
-                d.qpos,
-                d.qvel,
-                d.qacc,
-                d.actuator_force,
-                ctx.action,
-                ctx.last_action,
-                self.command,
-                self.foot_contact,
-                self.bad_contact,
-                a["qadr"],
-                a["dadr"],
-                a["act_id"],
-                a["default"],
-                a["soft_lo"],
-                a["soft_hi"],
-                a["dev_weight"],
-            ],
-            outputs=[self.air_time, reward, terminated, log],
-            device=ctx.device,
-        )
-
-    def observe(self, ctx: TaskContext, obs) -> None:
-        a, d = self._a, ctx.data
-        wp.launch(
-            K.observe,
-            dim=(ctx.num_envs, self.spec.observation_dims["critic"]),
-            inputs=[
-                ctx.seed,
-                ctx.rng_counter,
-                self._p,
-                d.qpos,
-                d.qvel,
-                ctx.action,
-                ctx.episode_length,
-                self.command,
-                self.foot_contact,
-                a["qadr"],
-                a["dadr"],
-                a["default"],
-            ],
-            outputs=[obs["policy"], obs["critic"]],
-            device=ctx.device,
-        )
-
     def reset_worlds(self, ctx: TaskContext, mask: wp.array) -> None:
         a, d = self._a, ctx.data
         wp.launch(
@@ -585,6 +398,7 @@ class VelocityTask(Task):
             ],
             device=ctx.device,
         )
+        self.terms.reset(mask)
 
 
 _QUADRUPED_DEFAULTS: dict = {}
@@ -619,16 +433,51 @@ def _config(overrides: dict, defaults: dict | None = None) -> VelocityConfig:
     return VelocityConfig(**{**(defaults or {}), **overrides})
 
 
-def make_velocity_task(robot: RobotConfig, **overrides) -> VelocityTask:
-    """A velocity task for any robot; `overrides` are `VelocityConfig` fields."""
-    return VelocityTask(robot, _config(overrides))
+TermOverrides = Mapping[str, Any] | None
 
 
-def make_quadruped_velocity(robot: RobotConfig | None = None, **overrides) -> VelocityTask:
+def _terms(observations, rewards, terminations) -> dict[str, Any]:
+    """The term overrides given to a factory, as `VelocityConfig` fields (the factories name
+    them so that the registry knows these tasks take them)."""
+    given = {"observations": observations, "rewards": rewards, "terminations": terminations}
+    return {k: v for k, v in given.items() if v is not None}
+
+
+def make_velocity_task(
+    robot: RobotConfig,
+    *,
+    observations: TermOverrides = None,
+    rewards: TermOverrides = None,
+    terminations: TermOverrides = None,
+    **overrides,
+) -> VelocityTask:
+    """A velocity task for any robot; `overrides` are `VelocityConfig` fields, the term
+    overrides change its terms (`unilab_envs.terms.overrides`)."""
+    terms = _terms(observations, rewards, terminations)
+    return VelocityTask(robot, _config({**overrides, **terms}))
+
+
+def make_quadruped_velocity(
+    robot: RobotConfig | None = None,
+    *,
+    observations: TermOverrides = None,
+    rewards: TermOverrides = None,
+    terminations: TermOverrides = None,
+    **overrides,
+) -> VelocityTask:
     """`quadruped-velocity`: UniLab's quadruped (or `robot`) with quadruped reward defaults."""
-    return VelocityTask(robot or quadruped(), _config(overrides, _QUADRUPED_DEFAULTS))
+    terms = _terms(observations, rewards, terminations)
+    return VelocityTask(robot or quadruped(), _config({**overrides, **terms}, _QUADRUPED_DEFAULTS))
 
 
-def make_humanoid_velocity(robot: RobotConfig | None = None, **overrides) -> VelocityTask:
+def make_humanoid_velocity(
+    robot: RobotConfig | None = None,
+    *,
+    observations: TermOverrides = None,
+    rewards: TermOverrides = None,
+    terminations: TermOverrides = None,
+    **overrides,
+) -> VelocityTask:
     """`humanoid-velocity`: UniLab's humanoid (or `robot`) with biped reward defaults."""
-    return VelocityTask(robot or humanoid(), _config(overrides, _HUMANOID_DEFAULTS))
+    terms = _terms(observations, rewards, terminations)
+    return VelocityTask(robot or humanoid(), _config({**overrides, **terms}, _HUMANOID_DEFAULTS))

@@ -22,7 +22,8 @@ import warp as wp
 from unilab_envs._core.rng import world_rng
 from unilab_envs.terms.state import EnvState
 
-# Observation noise: group g draws from stream STREAM_OBS_NOISE + 16 g, number w * D_g + k.
+# Observation noise: group g draws from stream STREAM_OBS_NOISE + 16 g, number w * D_g + k
+# (a task may choose another first stream: `CompiledTerms(noise_stream=...)`).
 STREAM_OBS_NOISE = 113
 
 
@@ -108,27 +109,31 @@ def _param_args(calls: Sequence[Call]) -> list[str]:
 
 def evaluate_kernel(rewards: Sequence[Call], terminations: Sequence[tuple[Call, bool]]) -> Any:
     """Kernel(s, p_*..., weights [R], reward [N], terminated [N], time_out [N], log [R, N]):
-    row i of `log` is reward i's weighted value; `time_out` is written only when a
-    termination term is a time-out."""
+    the terminations first (`terminated`, which `s.terminated` is, so a reward may read the
+    step's terminal flag), then the rewards: row i of `log` is reward i's weighted value.
+    `time_out` is written only when a termination term is a time-out."""
     calls = [*rewards, *(c for c, _ in terminations)]
     args = ["s: EnvState", *_param_args(calls), "weights: wp.array(dtype=float)"]
     args += ["reward: wp.array(dtype=float)", "terminated: wp.array(dtype=wp.bool)"]
     args += ["time_out: wp.array(dtype=wp.bool)", "log: wp.array2d(dtype=float)"]
-    lines = ["w = wp.tid()", "total = float(0.0)", "x = float(0.0)"]
-    for i, c in enumerate(rewards):
-        lines += [f"x = weighted({c.invoke('w, ')}, weights[{i}], s.step_dt)"]
-        lines += [f"log[{i}, w] = x", "total = total + x"]
-    lines += ["reward[w] = total", "term = False", "trunc = False"]
+    lines = ["w = wp.tid()", "term = False", "trunc = False"]
     for c, is_time_out in terminations:
         flag = "trunc" if is_time_out else "term"
         lines += [f"if {c.invoke('w, ')}:", f"    {flag} = True"]
     lines += ["terminated[w] = term"]
     if any(t for _, t in terminations):
         lines += ["time_out[w] = trunc"]
+    lines += ["total = float(0.0)", "x = float(0.0)"]
+    for i, c in enumerate(rewards):
+        lines += [f"x = weighted({c.invoke('w, ')}, weights[{i}], s.step_dt)"]
+        lines += [f"log[{i}, w] = x", "total = total + x"]
+    lines += ["reward[w] = total"]
     return _build("evaluate_terms", _kernel("evaluate_terms", args, lines), calls, {})
 
 
-def observe_kernel(groups: Sequence[Sequence[tuple[Call, int, int]]]) -> Any:
+def observe_kernel(
+    groups: Sequence[Sequence[tuple[Call, int, int]]], noise_stream: int = STREAM_OBS_NOISE
+) -> Any:
     """Kernel(seed, counter, commit, s, p_*..., then per group g: post_g, out_g [N, D_g] and
     the history arrays of its terms with history) over (N, max D_g): column k of each group
     from the term that owns it. A group's entries are (call, size, history): a term with
@@ -136,7 +141,8 @@ def observe_kernel(groups: Sequence[Sequence[tuple[Call, int, int]]]) -> Any:
     x size] holds the frames last committed and, in its last `size` columns, 1 once filled
     (a reset zeroes it: the next frame then fills every slot, as MJLab's history buffer).
     `commit` 0 writes the observation without advancing the history (the final observation
-    of a step, before the resets)."""
+    of a step, before the resets). Group g draws its noise from stream `noise_stream` + 16 g,
+    number w * D_g + k."""
     calls = [c for group in groups for c, _, _ in group]
     args = ["seed: int", "counter: wp.array(dtype=wp.int32)", "commit: int", "s: EnvState"]
     args += _param_args(calls)
@@ -144,7 +150,7 @@ def observe_kernel(groups: Sequence[Sequence[tuple[Call, int, int]]]) -> Any:
     for g, group in enumerate(groups):
         args += [f"post_{g}: ObsPost", f"out_{g}: wp.array2d(dtype=float)"]
         dim = sum(size * max(history, 1) for _, size, history in group)
-        stream = STREAM_OBS_NOISE + 16 * g
+        stream = noise_stream + 16 * g
         lines += [f"if k < {dim}:", "    direct = True"]
         start = 0
         for i, (c, size, history) in enumerate(group):

@@ -108,6 +108,7 @@ class _Term:
 
 class CompiledTerms:
     """A task's observation groups, rewards and terminations, compiled (see module doc).
+    `noise_stream`: the RNG stream of the first group's observation noise (group g: + 16 g).
 
     Attributes:
         observation_dims: {group: D}; layout: {group: [(term, columns, scale), ...]}
@@ -125,6 +126,7 @@ class CompiledTerms:
         observations: Mapping[str, ObservationGroup],
         rewards: Mapping[str, RewardTerm],
         terminations: Mapping[str, TerminationTerm],
+        noise_stream: int = codegen.STREAM_OBS_NOISE,
     ) -> None:
         self.scene = scene
         # per group: (name, group, [(term, config, size of one frame, history length)])
@@ -173,7 +175,11 @@ class CompiledTerms:
         self._observe = None
         if self._groups:
             self._observe = codegen.observe_kernel(
-                [[(t.call, size, h) for t, _, size, h in entries] for _, _, entries in self._groups]
+                [
+                    [(t.call, size, h) for t, _, size, h in entries]
+                    for _, _, entries in self._groups
+                ],
+                noise_stream,
             )
         # observation histories: (label, array width) in the observe kernel's argument order
         self._histories = [
@@ -311,6 +317,7 @@ class CompiledTerms:
 
     def evaluate(self, reward: wp.array, terminated: wp.array, time_out: wp.array, log) -> None:
         terms = [*self._rewards, *(t for t, _ in self._terminations)]
+        self.state.terminated = terminated  # what the terminations write, the rewards read
         wp.launch(
             self._evaluate,
             dim=self._n,

@@ -160,7 +160,7 @@ class Sensors(_Names):
 @attrs.frozen
 class Ref:
     """A per-world array the task owns, by name (e.g. a contact sensor's "air_time" [N, F]),
-    as an array parameter of a term; the task lists what it offers (`Task.term_arrays`)."""
+    as an array parameter of a term; the task lists what it offers (`TermTask.term_arrays`)."""
 
     name: str
 
