@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import warp as wp
 
+from unilab_envs.terms.config import term
 from unilab_envs.terms.state import EnvState
 
 
@@ -16,10 +17,12 @@ class ScanParams:
     heights: wp.array2d(dtype=float)
 
 
+@term(mirror="scan")
 @wp.func
 def height_scan(w: int, k: int, s: EnvState, p: ScanParams) -> float:
     """Ray k of a height scan: the scanning body's height above the hit (m; scale it by
-    1 / max_distance as MJLab); size: the rays."""
+    1 / max_distance as MJLab); size: the rays. Mirror: the rays swap with their mirror
+    rays (rule "scan", from the scan's pattern)."""
     return p.heights[w, k]
 
 

@@ -666,12 +666,14 @@ class MjlabVelocityTask(Task):
     def mirror_maps(self) -> MirrorMaps:
         """The left/right maps of the observation groups (from each term's declared rule,
         `unilab_envs.terms.mirror`) and of the actions (`joint_mirror` of the robot's joints:
-        pairs by name, signs by axis); the feet pair by `foot_sites`' names. ValueError naming
-        a term without a rule (e.g. rough's height_scan) or an asymmetric joint."""
+        pairs by name, signs by axis); the feet pair by `foot_sites`' names, rough's
+        height_scan rays by their mirror points in `terrain_scan`. ValueError naming a term
+        without a rule, an asymmetric joint or a scan pattern not symmetric about its x axis."""
         c = self.config
         joints = joint_mirror(self._model, self.robot.joint_names)
         feet = name_permutation(c.foot_sites, mirror_name, "foot_sites")
-        ctx = MirrorContext(joints=joints, actions=joints, feet=feet)
+        rays = None if c.terrain is None else c.terrain_scan.offsets()
+        ctx = MirrorContext(joints=joints, actions=joints, feet=feet, scan_rays=rays)
         return MirrorMaps(obs=self.terms.observation_mirrors(ctx), action=joints)
 
     # ------------------------------------------------------------------ state replay

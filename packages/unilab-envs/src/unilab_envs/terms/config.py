@@ -48,7 +48,7 @@ class TermFunction:
         defaults: parameter values used where the config gives none.
         mirror: observation terms: how the values map under the left/right reflection
             (`unilab_envs.terms.mirror.RULES`: "vector", "axial", "scalar", "joints",
-            "actions", "command", "feet", "feet_vector", "sensor"); None: no rule, and a
+            "actions", "command", "feet", "feet_vector", "sensor", "scan"); None: no rule, and a
             task with this term has no mirror maps.
     """
 

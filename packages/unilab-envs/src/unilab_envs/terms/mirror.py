@@ -17,6 +17,10 @@ Rules, per frame of the term's values:
     "feet_vector"  a 3-vector per foot: the feet swapped, each vector as "vector"
     "sensor"       a MuJoCo sensor (the term's `sensor` parameter) by its type,
                    `SENSOR_RULES` (gyro "axial", velocimeter "vector", ...)
+    "scan"         one value per ray of a height scan (heights: sign +1), each ray swapped
+                   with the ray at its mirror point: `ray_permutation` of the scan's ray
+                   origins (`MirrorContext.scan_rays`, in its frame); refused when the
+                   pattern is not symmetric about its x axis
 A term without a rule, or one whose clip range is not symmetric about 0 where a sign flips,
 has no map: `observation_mirrors` raises naming it.
 """
@@ -39,6 +43,7 @@ __all__ = [
     "apply_map",
     "check_map",
     "name_permutation",
+    "ray_permutation",
     "term_mirror",
 ]
 
@@ -55,6 +60,7 @@ RULES = (
     "feet",
     "feet_vector",
     "sensor",
+    "scan",
 )
 _T = mujoco.mjtSensor
 SENSOR_RULES = {
@@ -77,6 +83,9 @@ _SENSOR_BY_INT = {int(k): v for k, v in SENSOR_RULES.items()}
 _VEC = ((0, 1, 2), (1.0, -1.0, 1.0))
 _AXIAL = ((0, 1, 2), (-1.0, 1.0, -1.0))
 _COMMAND = ((0, 1, 2), (1.0, -1.0, -1.0))
+# two ray origins closer than this (metres) are one point: a grid's float steps land within
+# 1e-7 m of their mirror, distinct rays of a real pattern are millimetres apart
+_RAY_ATOL = 1e-5
 
 
 @attrs.frozen(kw_only=True)
@@ -89,12 +98,17 @@ class MirrorMaps:
 
 @attrs.frozen(kw_only=True)
 class MirrorContext:
-    """What the robot-dependent rules read: the joints' and the actions' maps and the feet's
-    permutation (None: the task has no feet)."""
+    """What the robot-dependent rules read: the joints' and the actions' maps, the feet's
+    permutation (None: the task has no feet) and the (x, y) origin of each ray of the task's
+    height scan in the scan's frame (`GridPattern.offsets()`; None: the task has no scan)."""
 
     joints: SignedMap
     actions: SignedMap
     feet: tuple[int, ...] | None = None
+    scan_rays: tuple[tuple[float, float], ...] | None = attrs.field(
+        default=None,
+        converter=lambda r: None if r is None else tuple((float(p[0]), float(p[1])) for p in r),
+    )
 
 
 def _repeat(base: SignedMap, size: int, label: str, rule: str) -> SignedMap:
@@ -126,6 +140,38 @@ def _sensor_rule(term: Any, scene: Any, label: str) -> str:
     return rules.pop()
 
 
+def ray_permutation(rays: Any, label: str) -> tuple[int, ...]:
+    """For each ray of a pattern (rays [R, >=2]: origins (x, y, ...) in the scan's frame,
+    metres), the index of the ray at its mirror point (x, -y): the rays' permutation under
+    the reflection y -> -y. ValueError naming `label` and the first ray without a mirror
+    partner (the pattern is not symmetric about its x axis)."""
+    xy = np.asarray(rays, dtype=np.float64).reshape(len(rays), -1)[:, :2]
+    out = []
+    for i, (x, y) in enumerate(xy):
+        close = np.flatnonzero(np.abs(xy - (x, -y)).max(axis=1) <= _RAY_ATOL)
+        if len(close) != 1:
+            raise ValueError(
+                f"{label}: ray {i} at (x, y) = ({x:.6g}, {y:.6g}) m has "
+                f"{'no' if not len(close) else len(close)} ray at its mirror point "
+                f"({x:.6g}, {-y:.6g}): the scan's pattern is not symmetric about its x axis, so "
+                "its heights do not mirror; use a pattern symmetric in y (a GridPattern whose "
+                "size[1] is a multiple of its resolution) or remove the term"
+            )
+        out.append(int(close[0]))
+    return check_map((tuple(out), (1.0,) * len(out)), label)[0]
+
+
+def _scan(ctx: MirrorContext, size: int, label: str) -> SignedMap:
+    if ctx.scan_rays is None:
+        raise ValueError(f"{label}: a scan rule, but the task names no height scan's rays")
+    if size != len(ctx.scan_rays):
+        raise ValueError(
+            f"{label}: rule 'scan' maps the scan's {len(ctx.scan_rays)} rays, the term has {size}"
+        )
+    index = ray_permutation(ctx.scan_rays, label)
+    return index, (1.0,) * size
+
+
 def _rule_map(rule: str, size: int, ctx: MirrorContext, label: str) -> SignedMap:
     if rule == "scalar":
         return tuple(range(size)), (1.0,) * size
@@ -141,6 +187,8 @@ def _rule_map(rule: str, size: int, ctx: MirrorContext, label: str) -> SignedMap
         feet = _feet(ctx, label)
         index = tuple(3 * f + i for f in feet for i in range(3))
         return _repeat((index, _VEC[1] * len(feet)), size, label, rule)
+    if rule == "scan":
+        return _scan(ctx, size, label)
     raise ValueError(f"{label}: unknown mirror rule {rule!r}; rules: {', '.join(RULES)}")
 
 
