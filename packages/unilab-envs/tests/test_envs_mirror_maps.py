@@ -120,8 +120,8 @@ def _mirror_terrain(cell: float = 0.3, cells: int = 5, seed: int = 0):
     each, of random heights 1-6 cm: the same at (x, y) and (x, -y), so the terrain is its
     own mirror image under y -> -y, and one tile at the origin to spawn on. The boxes reach
     10 cm into the ground: a bottom face on the ground's top would tie with it for a ray
-    that starts inside a box (a foot scan's), and a tie is broken by geom order, which the
-    mirror does not keep."""
+    that starts inside a box (a foot scan's), and which one wins depends on the order the
+    ray meets them, which the mirror does not keep."""
     from unilab_envs.terrain import TerrainGeometry, TerrainLayout
 
     rng = np.random.default_rng(seed)
