@@ -6,8 +6,8 @@
 - `local`: every rank updates from its own episode means (no collective);
 - `global`: every rank updates from the reduced means (the collective is the metrics
   reduction itself);
-- `rank0`: rank 0 updates from its own means and broadcasts `state_dict()` (one collective);
-  the others `load_state_dict` it.
+- `rank0`: rank 0 updates from its own means and broadcasts `state_dict()` (one object
+  broadcast: its length, then its bytes); the others `load_state_dict` it.
 
 A per-world curriculum (`"per_world"`, terrain levels moved inside the env step): `local`
 keeps each rank's levels (no collective, MJLab's rule on one rank); `global` sums the per-slot
