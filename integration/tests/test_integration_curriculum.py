@@ -64,3 +64,52 @@ def test_until_solved_counts_evaluations_only_when_there_are_evaluations() -> No
     runner.evaluator, runner.solved_streak = None, 0  # without evaluations: training returns
     assert not runner._solved({"episode/return": 50.0})
     assert runner._solved({"episode/return": 50.0})
+
+
+def _scalar_sync_on_rank(rank: int, world_size: int) -> dict[str, tuple[int, int, dict]]:
+    """A level curriculum synced once by `CurriculumSync` in each mode on two ranks whose own
+    episodes differ (rank 0: return 12, up; rank 1: return 5, no move) and whose reduced means
+    say up (return 10.5): {mode: (index, curriculum collectives, logged metrics)}."""
+    import unilab_dist
+    from unilab_dist import DistContext
+    from unilab_envs import EnvFeatures
+    from unilab_integration._runners._curriculum import CurriculumSync
+
+    ctx = DistContext(
+        world_size=world_size, rank=rank, local_world_size=world_size, local_rank=rank
+    )
+    local = {"episode/return": [12.0, 5.0][rank]}
+    out = {}
+    for mode in ("local", "global", "rank0"):
+        curriculum = LevelCurriculum(metric="return", num_levels=3, up_threshold=10.0)
+        sync = CurriculumSync(EnvFeatures.of_curriculum(curriculum), mode, ctx)
+        assert sync.active and not sync.per_world
+        summed = unilab_dist.reduce_scalars(sync.payload(), op="sum")
+        metrics = sync.metrics(summed)
+        before = unilab_dist.accounting.snapshot().get("curriculum", {}).get("collectives", 0)
+        sync.sync({"episode/return": 10.5}, local)
+        after = unilab_dist.accounting.snapshot().get("curriculum", {}).get("collectives", 0)
+        out[mode] = (curriculum.index, after - before, metrics)
+    return out
+
+
+def test_curriculum_sync_scalar_modes_on_two_ranks() -> None:
+    from unilab_dist.testing import run_distributed
+
+    r0, r1 = run_distributed(_scalar_sync_on_rank, 2)
+    level = {"curriculum/level": 0.0}  # the level the episodes were collected under
+    assert r0["local"] == (1, 0, level) and r1["local"] == (0, 0, level)  # each its own means
+    assert r0["global"] == r1["global"] == (1, 0, level)  # the reduced means; no collective
+    # rank 0's decision, one object broadcast (two collectives: its length, then its bytes)
+    assert r0["rank0"] == r1["rank0"] == (1, 2, level)
+
+
+def test_curriculum_sync_without_a_curriculum_does_nothing() -> None:
+    from unilab_dist import DistContext
+    from unilab_envs import EnvFeatures
+    from unilab_integration._runners._curriculum import CurriculumSync
+
+    sync = CurriculumSync(EnvFeatures(), "rank0", DistContext())
+    assert not sync.active and sync.payload() == {} and sync.metrics({}) == {}
+    sync.sync({}, {})
+    assert sync.state() is None and sync.load([None], 0, 0, True) is False

@@ -5,6 +5,7 @@ process on CPU (cart-poles)."""
 
 from __future__ import annotations
 
+import attrs
 import pytest
 import torch
 
@@ -55,10 +56,11 @@ def test_a_resume_keeps_the_saved_counters(tmp_path, capsys):
 
 
 class _WithoutStart:
-    """A VecEnv-like wrapper without `randomize_episode_lengths`."""
+    """A VecEnv-like wrapper without `randomize_episode_lengths` (its features say so)."""
 
     def __init__(self, env):
         self._env = env
+        self.features = attrs.evolve(env.features, random_episode_start=False)
 
     def __getattr__(self, name):
         if name == "randomize_episode_lengths":

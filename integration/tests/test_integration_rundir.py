@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from unilab_dist import DistContext
-from unilab_integration import _rundir, apply_overrides, load_checkpoint, make_config
+from unilab_integration import _rundir, _runlock, apply_overrides, load_checkpoint, make_config
 from unilab_integration._rundir import LOCK, WORKERS, RunFolderError, RunLock, check_lock
 from unilab_integration._runners import OnPolicyRunner
 from unilab_integration.cli import main
@@ -47,11 +47,13 @@ def _digest(folder):
 
 
 def test_keep_checkpoints_prunes_the_runs_older_checkpoints(tmp_path, monkeypatch):
-    import unilab_integration._runners._base as base
+    import unilab_integration._runners._checkpointer as checkpointer
 
     saves = []
-    real = base.save_checkpoint
-    monkeypatch.setattr(base, "save_checkpoint", lambda d, i, p: saves.append(i) or real(d, i, p))
+    real = checkpointer.save_checkpoint
+    monkeypatch.setattr(
+        checkpointer, "save_checkpoint", lambda d, i, p: saves.append(i) or real(d, i, p)
+    )
     cfg = [
         "runner.checkpoints.interval=1",
         "runner.checkpoints.keep=3",
@@ -231,7 +233,7 @@ def _worker(run_dir):
 
 
 def test_a_takeover_waits_for_the_killed_trainers_workers(tmp_path, capsys, monkeypatch):
-    monkeypatch.setattr(_rundir, "WORKER_WAIT_S", 0.5)
+    monkeypatch.setattr(_runlock, "WORKER_WAIT_S", 0.5)
     dead = _dead_holders_lock(tmp_path)
     worker = _worker(tmp_path)
     try:

@@ -185,10 +185,12 @@ def test_loggers_flag_and_wandb_settings():
 def test_startup_line_on_cpu_is_one_line_with_the_versions():
     import importlib.metadata as md
 
+    from unilab_envs import EnvFeatures
     from unilab_integration._runners._startup import env_capture, startup_line
 
     cpu = torch.device("cpu")
-    env = SimpleNamespace(uses_cuda_graph=False, device=cpu, cfg=SimpleNamespace(cuda_graph=True))
+    eager = EnvFeatures(eager_reason="CUDA graphs need a CUDA device, got cpu")
+    env = SimpleNamespace(device=cpu, features=eager)
     reason = CaptureStatus(CaptureMode.EAGER, "CUDA graphs need a CUDA device, got cpu")
     learner = SimpleNamespace(capture_status={"update": reason, "rollout": reason})
     line = startup_line(cpu, env, learner)
@@ -199,11 +201,15 @@ def test_startup_line_on_cpu_is_one_line_with_the_versions():
         "update and rollout eager (CUDA graphs need a CUDA device, got cpu)"
     )
     assert "\n" not in line and "mempool" not in line  # the pool is warp's on CUDA only
-    gpu = torch.device("cuda", 0)
-    assert env_capture(SimpleNamespace(uses_cuda_graph=True, device=gpu)) == "in a CUDA graph"
-    off = SimpleNamespace(uses_cuda_graph=False, device=gpu, cfg=SimpleNamespace(cuda_graph=False))
-    assert env_capture(off) == "eager (env.kwargs.cuda_graph=false)"
-    assert env_capture(object()) == "eager (not a unilab_envs VecEnv: it reports no CUDA graph)"
+    graph = SimpleNamespace(features=EnvFeatures(cuda_graph=True))
+    assert env_capture(graph) == "in a CUDA graph"
+    off = SimpleNamespace(
+        features=EnvFeatures(eager_reason="cuda_graph=False in the env's EnvConfig")
+    )
+    assert env_capture(off) == "eager (cuda_graph=False in the env's EnvConfig)"
+    assert env_capture(object()) == "eager (not a unilab_envs VecEnv: it reports no features)"
+    with pytest.raises(TypeError, match=r"not a unilab_envs\.EnvFeatures"):
+        env_capture(SimpleNamespace(features={"cuda_graph": True}))
 
 
 def test_config_json_round_trips_the_loggers(tmp_path):
@@ -243,8 +249,10 @@ def test_startup_line_on_a_gpu_from_what_torch_warp_and_the_driver_report(monkey
     enabled = {"cuda:0": True}
     monkeypatch.setattr(wp, "is_mempool_enabled", lambda name: enabled[name])
     monkeypatch.setattr(wp, "get_mempool_release_threshold", lambda name: 3 * 2**30 // 2)
+    from unilab_envs import EnvFeatures
+
     gpu = torch.device("cuda", 0)
-    env = SimpleNamespace(uses_cuda_graph=False, device=gpu, cfg=SimpleNamespace(cuda_graph=True))
+    env = SimpleNamespace(device=gpu, features=EnvFeatures(cuda_graph=True))
     pending = CaptureStatus(CaptureMode.PENDING)
     learner = SimpleNamespace(capture_status={"update": pending, "rollout": pending})
     line = _startup.startup_line(gpu, env, learner)

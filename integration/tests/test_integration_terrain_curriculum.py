@@ -111,13 +111,15 @@ def _initial_levels() -> list[int]:
 
 def _sync_on_rank(rank: int, world_size: int) -> dict[str, tuple[list[int], int]]:
     """Two ranks whose slots start at different levels, with different outcomes, synced once
-    by the runner's per-world path in each mode: {mode: (levels, curriculum collectives)}."""
+    by `CurriculumSync`'s per-world protocol in each mode: {mode: (levels, curriculum collectives)}."""
     import mujoco
     import torch
 
     import unilab_dist
+    from unilab_dist import DistContext
+    from unilab_envs import EnvFeatures
     from unilab_envs.terrain import TerrainConfig, TerrainLevels, add_terrain
-    from unilab_integration._runners._base import Runner
+    from unilab_integration._runners._curriculum import CurriculumSync
 
     layout = add_terrain(mujoco.MjSpec(), TerrainConfig(num_rows=4))
     out = {}
@@ -129,10 +131,14 @@ def _sync_on_rank(rank: int, world_size: int) -> dict[str, tuple[list[int], int]
         # slot 0: rank 0 up, rank 1 down (net 0); slot 1: down; slot 2: up past the top
         counts = [[[1, 0, 1], [0, 1, 0]], [[0, 0, 1], [1, 1, 0]]][rank]
         levels.outcome_counts().copy_(torch.tensor(counts, dtype=torch.int32))
-        runner = Runner.__new__(Runner)
+        ctx = DistContext(
+            world_size=world_size, rank=rank, local_world_size=world_size, local_rank=rank
+        )
+        sync = CurriculumSync(EnvFeatures.of_curriculum(levels), mode, ctx)
+        assert sync.per_world
         phase = "curriculum"
         before = unilab_dist.accounting.snapshot().get(phase, {}).get("collectives", 0)
-        runner._sync_world_curriculum(levels, mode)
+        sync.sync({}, {})  # a per-world curriculum reads no episode means
         after = unilab_dist.accounting.snapshot().get(phase, {}).get("collectives", 0)
         out[mode] = (levels.levels_tensor().tolist(), after - before)
     return out

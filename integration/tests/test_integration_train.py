@@ -627,3 +627,26 @@ def test_replica_check_stops_a_run_whose_ranks_diverge(tmp_path, capsys, monkeyp
     assert "replicas differ at iteration 2 (runner.check_replicas_interval=1)" in err
     assert "rank 1" in err and "ValueCritic[1].mlp.0.weight" in err
     assert len(_rows(tmp_path / "diverged")) == 1  # iteration 1 passed its check and logged
+
+
+def test_a_foreign_env_without_features_trains_with_conservative_defaults(tmp_path, monkeypatch):
+    # _unilab_foreign_env (imported by every worker through runner.imports) makes the runner's
+    # env a plain object with the step contract alone: no features, no optional method
+    here = str(Path(__file__).parent)
+    monkeypatch.syspath_prepend(here)
+    monkeypatch.setenv(
+        "PYTHONPATH", os.pathsep.join(p for p in (here, os.environ.get("PYTHONPATH")) if p)
+    )
+    more = ["launch.cpu_workers=1", "runner.iterations=2", 'runner.imports=["_unilab_foreign_env"]']
+    result = train(_ppo_config(tmp_path, "foreign", *more))
+    assert result["iterations"] == 2 and result["env_steps_global"] == 2 * T * N
+    run_dir = Path(result["run_dir"])
+    log = (run_dir / "logs" / "rank0.log").read_text()
+    assert "| env step eager (not a unilab_envs VecEnv: it reports no features) |" in log
+    ckpt = load_checkpoint(result["checkpoint"])
+    assert ckpt["iteration"] == 2
+    assert ckpt["env_state"] == [None] and ckpt["curriculum"] == [None]  # nothing it lacks
+    rows = _rows(run_dir)
+    assert [r["iteration"] for r in rows] == [1, 2]
+    assert all(math.isfinite(r["learner/value"]) for r in rows)
+    assert not [k for r in rows for k in r if k.startswith("curriculum/")]

@@ -24,7 +24,6 @@ __all__ = [
     "check_term_imports",
     "import_modules",
     "make_env",
-    "success_threshold",
     "task_names",
 ]
 
@@ -165,14 +164,3 @@ def make_env(config: Any, num_envs: int, ctx: DistContext, *, seed_offset: int =
         seed=seed,
         **dict(config.env.kwargs),
     )
-
-
-def success_threshold(env: Any) -> float | None:
-    """The task's success threshold (mean episode return that counts as solved), if any."""
-    for owner in (env, getattr(env, "spec", None), getattr(env, "task", None)):
-        value = getattr(owner, "success_threshold", None)
-        if value is not None:
-            return float(value)
-    spec = getattr(getattr(env, "task", None), "spec", None)
-    value = getattr(spec, "success_threshold", None)
-    return None if value is None else float(value)

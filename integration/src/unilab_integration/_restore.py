@@ -12,6 +12,7 @@ import attrs
 from ._algorithms import algorithm_spec
 from ._checkpoint import load_checkpoint
 from ._config import TrainConfig
+from ._env_features import env_features
 
 if TYPE_CHECKING:
     from unilab_algos import Learner
@@ -84,7 +85,7 @@ def restore_curriculum(env: Any, ckpt: dict[str, Any]) -> float | None:
     starts at the curriculum's first level. Returns None when the env has no curriculum; a
     checkpoint without curriculum state (an env that had none) leaves the env as it is.
     """
-    curriculum = getattr(env, "curriculum", None)
+    curriculum = env_features(env).curriculum
     if curriculum is None:
         return None
     states = ckpt.get("curriculum") or [None]

@@ -9,6 +9,8 @@ from typing import Any
 
 import torch
 
+from ._env_features import env_features
+
 __all__ = ["PolicyStepper", "actor_groups", "bound_actions", "policy_input", "rollout"]
 
 
@@ -23,12 +25,11 @@ def policy_input(groups: tuple[str, ...], obs: Any) -> torch.Tensor:
     return torch.cat([obs["obs", g] for g in groups], dim=-1)
 
 
-def bound_actions(env: Any, actions: torch.Tensor) -> torch.Tensor:
-    """`actions` clamped as the env's task wants: to [-b, b] with b = its
-    `TaskSpec.action_bound`, unchanged when that is None (MJLab's tasks act unbounded). An env
-    without a task spec gets UniLab's default contract, [-1, 1]."""
-    spec = getattr(getattr(env, "task", None), "spec", None)
-    bound = getattr(spec, "action_bound", 1.0) if spec is not None else 1.0
+def bound_actions(bound: float | None, actions: torch.Tensor) -> torch.Tensor:
+    """`actions` clamped as the env's task wants: to [-b, b] with b = `bound`, the env's
+    `features.action_bound` (its `TaskSpec.action_bound`), unchanged when that is None (MJLab's
+    tasks act unbounded). An env that reports no features gets UniLab's default contract,
+    [-1, 1]."""
     return actions if bound is None else actions.clamp(-bound, bound)
 
 
@@ -72,8 +73,9 @@ def rollout(
     `stepper` on the actor groups of `obs`, bounded as the task wants (`bound_actions`), one
     env step, and the recurrent state zeroed where an episode ended. Yields (the observation
     the policy acted on, the step's output); `steps` None runs until the caller stops."""
+    bound = env_features(env).action_bound
     for _ in itertools.count() if steps is None else range(steps):
-        actions = bound_actions(env, stepper(policy_input(groups, obs)))
+        actions = bound_actions(bound, stepper(policy_input(groups, obs)))
         step = env.step(actions)
         stepper.reset(step["done"])
         yield obs, step

@@ -131,6 +131,14 @@ def rough_env():
     return env
 
 
+def test_rough_env_reports_a_per_world_curriculum(rough_env):
+    features = rough_env.features
+    assert features.curriculum is rough_env.curriculum
+    assert isinstance(features.curriculum, TerrainLevels)
+    assert features.curriculum_mode == "per_world"
+    assert features.action_bound is None  # MJLab's tasks act unbounded
+
+
 def test_rough_worlds_spawn_on_their_tile(rough_env):
     env = rough_env
     lv, task = env.curriculum, env.task

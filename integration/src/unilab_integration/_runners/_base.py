@@ -1,13 +1,14 @@
-"""What the on-policy and off-policy runners share: env, learner, budget, sync, logs, checkpoints.
+"""The runner loop the on-policy and off-policy runners share: iterate, reduce, log, save.
 
-A runner lives in one worker process (one rank). Collectives (all through unilab_dist, so the
-accounting sees them) happen at: the state broadcast at start and after a load; inside the
-learner's update (gradient sync, global normalizers and advantages); the curriculum sync
-(`rank0`: one object broadcast, `global`: inside the metrics reduction; a per-world
-curriculum such as terrain levels: `local` none, `global` one all-reduce of its per-slot
-outcome counts, `rank0` one broadcast of rank 0's levels); and one metrics reduction per
-iteration (`reduce_scalars`, float64). A checkpoint gathers every rank's RNG,
-env and curriculum state to rank 0.
+A runner lives in one worker process (one rank) and calls, per iteration: its `_iterate`
+(collect and update), the guards, the evaluator, the replica check, one metrics reduction
+(`reduce_scalars`, float64), the `CurriculumSync` (`_curriculum`) and, every
+`runner.checkpoints.interval` iterations, the `Checkpointer` (`_checkpointer`). What the env offers
+beyond the step contract comes from `env_features` alone. Collectives (all through
+unilab_dist, so the accounting sees them) happen at: the state broadcast at start and after a
+load; inside the learner's update (gradient sync, global normalizers and advantages); the
+curriculum sync (see `_curriculum`); the metrics reduction; and a checkpoint, which gathers
+every rank's RNG, env and curriculum state to rank 0.
 """
 
 from __future__ import annotations
@@ -18,46 +19,34 @@ from pathlib import Path
 from typing import Any
 
 import torch
-import torch.distributed as dist
 from tensordict import TensorDict
 
 import unilab_dist
 from unilab_algos import Learner
 from unilab_dist import DistContext
 
-from .._algorithms import algorithm_spec
-from .._checkpoint import (
-    CheckpointError,
-    capture_rng,
-    check_compatible,
-    load_checkpoint,
-    plain_tensordict,
-    prune_checkpoints,
-    restore_rng,
-    save_checkpoint,
-    tensordict_from_plain,
-)
+from .._checkpoint import CheckpointError
 from .._config import TrainConfig
-from .._envs import make_env, success_threshold
+from .._env_features import env_features
+from .._envs import make_env
 from .._logger import MetricLogger
-from .._rundir import LOCK, holder_alive
 from ._budget import UNTIL_SOLVED_CAP, UNTIL_SOLVED_SOURCE, Budget, plan_budget
+from ._checkpointer import Checkpointer, network_shapes
+from ._curriculum import CurriculumSync
 from ._eval import PolicyEvaluator, eval_means
-from ._guards import NonFiniteError, ObservationGuard, check_losses, check_modules
+from ._guards import (
+    NonFiniteError,
+    ObservationGuard,
+    check_losses,
+    check_modules,
+    check_replicas,
+    replica_state,
+)
 from ._profile import PhaseTimer, update_captured
 from ._startup import startup_line
-from ._stats import EpisodeStats, curriculum_metrics, means_from_sums
+from ._stats import EpisodeStats, learner_key, means_from_sums
 
-__all__ = ["Runner", "RunResult"]
-
-
-def _gather_to_main(obj: Any, ctx: DistContext) -> list[Any] | None:
-    """Every rank's `obj` on rank 0 (None elsewhere). Plain torch gather_object: checkpoints only."""
-    if not unilab_dist.is_distributed():
-        return [obj]
-    out = [None] * ctx.world_size if ctx.is_main else None
-    dist.gather_object(obj, out, dst=0)
-    return out
+__all__ = ["Runner", "RunResult", "replica_state"]
 
 
 def iteration_budget(config: TrainConfig, world_size: int) -> int | None:
@@ -82,7 +71,8 @@ class Runner:
         self.num_envs = config.env.per_rank(ctx.world_size)
         self.env = make_env(config, self.num_envs, ctx)
         self.obs_shapes = {g: tuple(s) for g, s in self.env.observation_shapes.items()}
-        self.threshold = success_threshold(self.env)
+        self.features = env_features(self.env)  # what the env offers beyond the step contract
+        self.threshold = self.features.success_threshold
         # runner.profile: phase laps, the env's profiled step, the timed collectives
         self.timer = PhaseTimer(self.device, config.runner.profile, self.env)
         self.learner: Learner = self._make_learner()
@@ -95,21 +85,24 @@ class Runner:
         # restores the env's saved counters); the announce line says so
         self.random_start = config.runner.random_episode_start
         if self.random_start:
-            randomize = getattr(self.env, "randomize_episode_lengths", None)
-            if randomize is None:
+            if not self.features.random_episode_start:
                 raise ValueError(
                     f"runner.random_episode_start: the env of task '{config.task}' "
-                    f"({type(self.env).__name__}) has no randomize_episode_lengths(); set "
+                    f"({type(self.env).__name__}) has no randomize_episode_lengths() (its "
+                    "features.random_episode_start is False); set "
                     "runner.random_episode_start=false"
                 )
-            randomize()
+            self.env.randomize_episode_lengths()
         self.stats = EpisodeStats(self.device)
         self.guard = ObservationGuard(self.obs_shapes, self.device)
         self.plan: Budget = plan_budget(config, ctx.world_size)
         self.budget = self.plan.iterations
-        self.written: list[int] = []  # iterations of the checkpoints this session wrote
         self.logger: MetricLogger | None = None
-        self.last_checkpoint: str | None = None
+        self.curriculum = CurriculumSync(self.features, config.runner.curriculum_sync, ctx)
+        # after the learner: an on-policy runner records its teacher network in self.config
+        self.checkpointer = Checkpointer(
+            self.config, ctx, self.run_dir, self.env, self.features, self.curriculum, self.num_envs
+        )
         self.evaluator = (
             PolicyEvaluator(config, ctx, self.learner, self.env)
             if config.runner.eval.interval
@@ -137,61 +130,10 @@ class Runner:
             unilab_dist.broadcast_module_state(self.learner.replicated_modules())
 
     def network_shapes(self) -> dict[str, tuple[int, ...]]:
-        """The shape fingerprint checked on resume: observations, actions, every module tensor."""
-        shapes: dict[str, tuple[int, ...]] = {
-            f"env.obs.{g}": tuple(s) for g, s in sorted(self.obs_shapes.items())
-        }
-        shapes["env.action_dim"] = (int(self.env.action_dim),)
-        for i, module in enumerate(self.learner.replicated_modules()):
-            for key, value in module.state_dict().items():
-                if isinstance(value, torch.Tensor):
-                    shapes[f"{type(module).__name__}[{i}].{key}"] = tuple(value.shape)
-        return shapes
-
-    @property
-    def curriculum(self) -> Any:
-        return getattr(self.env, "curriculum", None)
-
-    def _sync_curriculum(self, global_means: dict[str, float], local_means: dict[str, float]):
-        curriculum = self.curriculum
-        if curriculum is None:
-            return
-        mode = self.config.runner.curriculum_sync
-        if getattr(curriculum, "per_world", False):
-            self._sync_world_curriculum(curriculum, mode)
-            return
-        global_means = curriculum_metrics(global_means, curriculum.metric_keys)
-        local_means = curriculum_metrics(local_means, curriculum.metric_keys)
-        if mode == "local":
-            curriculum.update(local_means)
-        elif mode == "global":
-            curriculum.update(global_means)
-        else:  # rank0
-            if self.ctx.is_main:
-                curriculum.update(local_means)
-            with unilab_dist.accounting.phase("curriculum"):
-                state = unilab_dist.broadcast_object(
-                    curriculum.state_dict() if self.ctx.is_main else None
-                )
-            if not self.ctx.is_main:
-                curriculum.load_state_dict(state)
-
-    def _sync_world_curriculum(self, curriculum: Any, mode: str) -> None:
-        """A per-world curriculum (terrain levels) at the iteration boundary: `local` keeps
-        each rank's levels (no collective); `global` sums the per-slot outcome counts over
-        ranks (one all-reduce) and every rank applies the same per-slot rule; `rank0`
-        broadcasts rank 0's levels (one collective). docs/semantics.md, "Terrain levels"."""
-        if mode == "local" or not unilab_dist.is_distributed():  # one rank: MJLab's rule
-            curriculum.clear_outcomes()
-            return
-        with unilab_dist.accounting.phase("curriculum"):
-            if mode == "global":
-                total = unilab_dist.all_reduce(curriculum.outcome_counts(), "sum")
-                curriculum.apply_outcomes(total)
-            else:
-                levels = curriculum.levels_tensor().clone()
-                unilab_dist.broadcast_tensors([levels])
-                curriculum.adopt_levels(levels)
+        """The shape fingerprint checked on resume (`_checkpointer.network_shapes`)."""
+        return network_shapes(
+            self.obs_shapes, int(self.env.action_dim), self.learner.replicated_modules()
+        )
 
     # --- the loop --------------------------------------------------------------------------
     def run(self) -> RunResult:
@@ -228,7 +170,7 @@ class Runner:
                     break
                 if self.iteration % cfg.checkpoints.interval == 0:
                     self.save()
-            if self.iteration > start_iteration and self.iteration not in self.written:
+            if self.iteration > start_iteration and self.iteration not in self.checkpointer.written:
                 self.save()  # never a checkpoint that no new iteration produced
             failed = False
         finally:
@@ -247,7 +189,7 @@ class Runner:
             env_steps_per_rank=self.env_steps_rank,
             solved=solved,
             metrics=metrics,
-            checkpoint=self.last_checkpoint,
+            checkpoint=self.checkpointer.last,
             start_iteration=start_iteration,
             start_env_steps_global=start_steps,
         )
@@ -323,9 +265,16 @@ class Runner:
             if self.evaluator is not None and self.iteration % interval == 0
             else None
         )
-        replicas_s = self._check_replicas()
-        metrics = self._reduce(learner_metrics, evaluation)
-        # the curriculum sync runs inside `_reduce`: its collectives count in this iteration
+        replicas_s = check_replicas(
+            self.learner, self.iteration, self.config.runner.check_replicas_interval
+        )
+        metrics, global_means, local_means = self._reduce(learner_metrics, evaluation)
+        if self.curriculum.active:
+            # host seconds: `global` and `rank0` wait for their collective's result there
+            sync_start = time.perf_counter()
+            self.curriculum.sync(global_means, local_means)
+            metrics["perf/curriculum_sync_s"] = time.perf_counter() - sync_start
+        # the curriculum sync's collectives count in this iteration
         synced = unilab_dist.accounting.snapshot()
         if "curriculum" in synced:
             after = {**after, "curriculum": synced["curriculum"]}
@@ -353,31 +302,12 @@ class Runner:
             self.logger.log(self.iteration, metrics)
         return metrics
 
-    def _check_replicas(self) -> float | None:
-        """Every `runner.check_replicas_interval` iterations, on every rank: stop (the same
-        error everywhere) unless the replicated state equals rank 0's; returns its seconds."""
-        every = self.config.runner.check_replicas_interval
-        if not every or self.iteration % every:
-            return None
-        start = time.perf_counter()
-        try:
-            with unilab_dist.accounting.phase("check"):
-                unilab_dist.check_replicas(
-                    replica_state(self.learner.replicated_modules()),
-                    self.learner.optimizers(),
-                )
-        except unilab_dist.ReplicaMismatchError as e:
-            raise unilab_dist.ReplicaMismatchError(
-                f"replicas differ at iteration {self.iteration} (runner.check_replicas_interval="
-                f"{every}): {e}; a rank-dependent update or a missing sync changed them"
-            ) from e
-        return time.perf_counter() - start
-
     def _reduce(
         self, learner_metrics: dict[str, float], evaluation: dict[str, float] | None = None
-    ) -> dict[str, float]:
-        """One float64 collective: episode sums (summed), learner metrics (averaged) and, in an
-        evaluation iteration (the same on every rank), the evaluation's sums."""
+    ) -> tuple[dict[str, float], dict[str, float], dict[str, float]]:
+        """One float64 collective: episode sums (summed), learner metrics (averaged), the
+        curriculum's entries and, in an evaluation iteration (the same on every rank), the
+        evaluation's sums. Returns (metrics, global episode means, this rank's means)."""
         local = self.stats.local_sums()
         learner_keys = sorted(k for k, v in learner_metrics.items() if isinstance(v, int | float))
         payload = dict(local)
@@ -385,34 +315,19 @@ class Runner:
             payload.update(evaluation)
         for key in learner_keys:
             payload[f"learner/{key}"] = float(learner_metrics[key])
-        curriculum = self.curriculum
-        world_sums = {}
-        if getattr(curriculum, "per_world", False):  # terrain levels: (sum, count) per name
-            for name, (total, count) in curriculum.metric_sums().items():
-                world_sums[name] = (f"curriculum/{name}_sum", f"curriculum/{name}_count")
-                payload[world_sums[name][0]], payload[world_sums[name][1]] = total, count
-        if curriculum is not None:  # the level this iteration's episodes were collected under
-            payload["curriculum/level"] = float(curriculum.level)
+        payload.update(self.curriculum.payload())
         with unilab_dist.accounting.phase("log"):
             summed = unilab_dist.reduce_scalars(payload, op="sum")
         global_means = means_from_sums({k: summed[k] for k in local})
         w = self.ctx.world_size
         metrics = dict(global_means)
         for key in learner_keys:
-            metrics[_learner_key(key)] = summed[f"learner/{key}"] / w
-        if curriculum is not None:  # mean over ranks (they differ only with curriculum_sync=local)
-            metrics["curriculum/level"] = summed["curriculum/level"] / w
-        for name, (total, count) in world_sums.items():  # count-weighted over ranks
-            metrics[f"curriculum/{name}"] = summed[total] / max(summed[count], 1.0)
+            metrics[learner_key(key)] = summed[f"learner/{key}"] / w
+        metrics.update(self.curriculum.metrics(summed))
         if evaluation is not None:
             metrics.update(eval_means({k: summed[k] for k in evaluation}))
             metrics["perf/eval_s"] = summed["perf/eval_s"] / w  # mean over ranks
-        # host seconds: `global` and `rank0` wait for their collective's result there
-        if curriculum is not None:
-            sync_start = time.perf_counter()
-            self._sync_curriculum(global_means, means_from_sums(local))
-            metrics["perf/curriculum_sync_s"] = time.perf_counter() - sync_start
-        return metrics
+        return metrics, global_means, means_from_sums(local)
 
     # --- checkpoints -------------------------------------------------------------------------
     def learner_state(self) -> dict[str, Any]:
@@ -420,169 +335,46 @@ class Runner:
         return self.learner.state_dict()
 
     def save(self) -> str | None:
-        """Write a checkpoint (all ranks call this; rank 0 writes)."""
-        # an env without state_dict (not a unilab_envs VecEnv) restarts its episodes on resume
-        env_state = self.env.state_dict() if hasattr(self.env, "load_state_dict") else None
-        curriculum = self.curriculum
-        local = {
-            "rng": capture_rng(self.device),
-            "env_state": env_state,
-            # a clone: the step's outputs are views of one byte buffer, whose size need not be
-            # a multiple of 4, and torch.save of such a float view writes an unreadable file
-            "obs": plain_tensordict(self.obs),
-            "curriculum": curriculum.state_dict() if curriculum is not None else None,
-            "learner": _to_cpu(self.learner_state()),
+        """Write a checkpoint (all ranks call this; rank 0 writes); its path on rank 0."""
+        counters = {
+            "env_steps_per_rank": self.env_steps_rank,
+            "env_steps_global": self.env_steps_global,
+            "solved_streak": self.solved_streak,
         }
-        gathered = _gather_to_main(local, self.ctx)
-        self.written.append(self.iteration)  # on every rank: run() decides the last save by it
-        if not self.ctx.is_main:
-            return None
-        assert gathered is not None
-        if not holder_alive(self.run_dir):
-            raise RuntimeError(
-                f"the trainer holding {self.run_dir / LOCK} is gone: checkpoint "
-                f"{self.iteration} is not written"
-            )
-        payload = {
-            "task": self.config.task,
-            "algo_name": self.config.algo_name,
-            "config": self.config.to_dict(),
-            "world_size": self.ctx.world_size,
-            "num_envs_per_rank": self.num_envs,
-            "counters": {
-                "env_steps_per_rank": self.env_steps_rank,
-                "env_steps_global": self.env_steps_global,
-                "solved_streak": self.solved_streak,
-            },
-            "shapes": self.network_shapes(),
-            **{key: [g[key] for g in gathered] for key in local},
-        }
-        path = save_checkpoint(self.run_dir / "checkpoints", self.iteration, payload)
-        self.last_checkpoint = str(path)
-        if self.logger is not None:
-            self.logger.checkpoint(self.iteration, self.last_checkpoint)
-        saving = self.config.runner.checkpoints
-        prune_checkpoints(path.parent, keep=saving.keep, every=saving.keep_every * saving.interval)
-        return self.last_checkpoint
+        return self.checkpointer.save(
+            self.iteration,
+            counters,
+            self.obs,
+            self.learner_state(),
+            self.network_shapes(),
+            self.logger,
+        )
+
+    @property
+    def last_checkpoint(self) -> str | None:
+        """The path of the last checkpoint rank 0 wrote in this session (None elsewhere)."""
+        return self.checkpointer.last
 
     def load(self, path: str | Path) -> None:
         """Resume from a checkpoint: same world size continues exactly; another one is logged."""
-        ckpt = load_checkpoint(path)
-        check_compatible(
-            ckpt,
-            task=self.config.task,
-            algo_name=self.config.algo_name,
-            shapes=self.network_shapes(),
+        resumed = self.checkpointer.load(
+            path, self.learner, self.network_shapes(), self.broadcast_state
         )
-        rank, w = self.ctx.rank, self.ctx.world_size
-        saved_w = int(ckpt["world_size"])
-        same = saved_w == w and ckpt["num_envs_per_rank"] == self.num_envs
-        src = rank if same else 0
-        learner_state = dict(ckpt["learner"][src])
-        notes = []
-        if not same and learner_state.pop("replay", None) is not None:
-            notes.append("the saved replay shards do not fit this layout: replay starts empty")
-        elif (
-            same and algorithm_spec(self.config.algo_name).replay and "replay" not in learner_state
-        ):
-            notes.append(
-                "the checkpoint has no replay (runner.checkpoints.replay=false): replay starts empty "
-                "(not bit-for-bit)"
-            )
-        self.learner.load_state_dict(_to_device(learner_state, self.device))
-        self.broadcast_state()
-        self.iteration = int(ckpt["iteration"])
-        counters = ckpt["counters"]
-        self.env_steps_global = int(counters["env_steps_global"])
-        self.env_steps_rank = int(counters["env_steps_per_rank"])
-        self.solved_streak = int(counters.get("solved_streak", 0))
+        self.iteration = resumed.iteration
+        self.env_steps_global = resumed.counters["env_steps_global"]
+        self.env_steps_rank = resumed.counters["env_steps_per_rank"]
+        self.solved_streak = resumed.counters["solved_streak"]
         self.plan = plan_budget(
-            self.config, w, iteration=self.iteration, env_steps_global=self.env_steps_global
+            self.config,
+            self.ctx.world_size,
+            iteration=self.iteration,
+            env_steps_global=self.env_steps_global,
         )
         self.budget = self.plan.iterations
-        curriculum = self.curriculum
-        per_world = getattr(curriculum, "per_world", False)
-        if per_world and not same:
-            # re-split by slot: this rank takes saved rank (rank mod saved world size)'s levels
-            curriculum.load_rank_states(ckpt["curriculum"], rank)
-            self.obs = self.env.reset().select("obs")  # spawn every world on its tile
-        elif curriculum is not None and ckpt["curriculum"][src] is not None:
-            curriculum.load_state_dict(ckpt["curriculum"][src])
-        env_ok = False
-        if same:
-            restore_rng(ckpt["rng"][rank], self.device)
-            env_state = ckpt["env_state"][rank]
-            if env_state is not None:
-                self.env.load_state_dict(env_state)
-                self.obs = tensordict_from_plain(ckpt["obs"][rank], self.device)
-                self.random_start = False
-                env_ok = True
-        self._resume_message(ckpt, saved_w, same, env_ok, notes)
-
-    def _resume_message(
-        self, ckpt: dict, saved_w: int, same: bool, env_ok: bool, notes: list[str]
-    ) -> None:
-        if not self.ctx.is_main:
-            return
-        lines = [f"resumed {ckpt['path']} at iteration {self.iteration}"]
-        if not same:
-            lines.append(
-                f"world size {saved_w} -> {self.ctx.world_size}, envs per rank "
-                f"{ckpt['num_envs_per_rank']} -> {self.num_envs}, global envs "
-                f"{saved_w * ckpt['num_envs_per_rank']} -> {self.ctx.world_size * self.num_envs}: "
-                "models, optimizer and counters come from rank 0; every rank restarts its "
-                "episodes with fresh RNG streams; rank-local state (local normalizers, local "
-                "curriculum) is rank 0's"
-            )
-        elif not env_ok:
-            lines.append("the env has no saved state: episodes restart (not bit-for-bit)")
-        lines += notes
-        text = "; ".join(lines)
-        print(text, flush=True)
-        with (self.run_dir / "resume.log").open("a") as f:
-            f.write(text + "\n")
-
-
-def replica_state(modules: list[torch.nn.Module]) -> dict[str, TensorDict]:
-    """What must be equal on every rank: each replicated module's parameters and buffers,
-    except the statistics of rank-local normalizers (a submodule with `is_global` False, as
-    the `rsl_rl` preset's), named `Class[index].path` like `Runner.network_shapes`."""
-    out = {}
-    for i, module in enumerate(modules):
-        local = {n for n, sub in module.named_modules() if getattr(sub, "is_global", True) is False}
-        tensors = dict(module.named_parameters())
-        for name, buf in module.named_buffers():
-            if name.rpartition(".")[0] not in local:
-                tensors[name] = buf
-        out[f"{type(module).__name__}[{i}]"] = TensorDict(tensors, batch_size=[])
-    return out
-
-
-def _learner_key(key: str) -> str:
-    """Learner metric names in the log: `lr` and `kl` top level, the rest under `learner/`."""
-    if key in ("lr", "kl"):
-        return key
-    if key == "learning_rate":
-        return "lr"
-    return key if key.startswith("learner/") else f"learner/{key}"
-
-
-def _to_cpu(obj: Any) -> Any:
-    return _map_tensors(obj, lambda t: t.detach().to("cpu"))
-
-
-def _to_device(obj: Any, device: torch.device) -> Any:
-    return _map_tensors(obj, lambda t: t.to(device))
-
-
-def _map_tensors(obj: Any, fn: Any) -> Any:
-    if isinstance(obj, torch.Tensor | TensorDict):
-        return fn(obj)
-    if isinstance(obj, dict):
-        return {k: _map_tensors(v, fn) for k, v in obj.items()}
-    if isinstance(obj, list | tuple):
-        return type(obj)(_map_tensors(v, fn) for v in obj)
-    return obj
+        if resumed.obs is not None:
+            self.obs = resumed.obs
+        if resumed.env_restored:
+            self.random_start = False
 
 
 def _precision(runner: Any) -> str:

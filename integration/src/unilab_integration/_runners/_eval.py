@@ -24,6 +24,7 @@ from typing import Any
 
 import torch
 
+from .._env_features import env_features
 from .._envs import make_env
 from .._episodes import EpisodeStats, means_from_sums
 from .._rollout import PolicyStepper, actor_groups, rollout
@@ -43,15 +44,15 @@ class PolicyEvaluator:
         self.env = make_env(config, self.num_envs, ctx, seed_offset=EVAL_SEED_OFFSET)
         self.learner = learner
         self.groups = actor_groups(config.algo)
-        self.train_env = train_env
+        # the training env's curriculum level, copied before every evaluation
+        self.source = env_features(train_env).curriculum
+        self.target = env_features(self.env).curriculum
         self.steps = int(self.env.max_episode_steps)
         self.device = ctx.device
 
     def _sync_curriculum(self) -> None:
-        source = getattr(self.train_env, "curriculum", None)
-        target = getattr(self.env, "curriculum", None)
-        if source is not None and target is not None:
-            target.load_state_dict(source.state_dict())
+        if self.source is not None and self.target is not None:
+            self.target.load_state_dict(self.source.state_dict())
 
     @torch.no_grad()
     def run(self) -> dict[str, float]:

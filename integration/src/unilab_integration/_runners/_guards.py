@@ -1,4 +1,5 @@
-"""Fault guards: NaN/inf in observations, losses, gradients and parameters stop the run.
+"""Fault guards: NaN/inf in observations, losses, gradients and parameters stop the run, and so
+do replicas that differ from rank 0's (`check_replicas`).
 
 Observation checks stay on the device during a rollout (a running flag and the first bad step
 per group, no host sync per step) and are read once per iteration; losses, gradients and
@@ -8,12 +9,23 @@ parameters are checked after each update with one host read.
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Iterable, Mapping
 
 import torch
-from tensordict import TensorDictBase
+from tensordict import TensorDict, TensorDictBase
 
-__all__ = ["NonFiniteError", "ObservationGuard", "check_losses", "check_modules"]
+import unilab_dist
+from unilab_algos import Learner
+
+__all__ = [
+    "NonFiniteError",
+    "ObservationGuard",
+    "check_losses",
+    "check_modules",
+    "check_replicas",
+    "replica_state",
+]
 
 
 class NonFiniteError(FloatingPointError):
@@ -77,3 +89,38 @@ def check_modules(
             raise NonFiniteError(
                 f"non-finite {kind} of '{name}' on rank {rank} at iteration {iteration}"
             )
+
+
+def check_replicas(learner: Learner, iteration: int, every: int) -> float | None:
+    """Every `every` iterations (`runner.check_replicas_interval`; 0: never), on every rank:
+    stop (the same error everywhere) unless the replicated state equals rank 0's; returns its
+    seconds."""
+    if not every or iteration % every:
+        return None
+    start = time.perf_counter()
+    try:
+        with unilab_dist.accounting.phase("check"):
+            unilab_dist.check_replicas(
+                replica_state(learner.replicated_modules()), learner.optimizers()
+            )
+    except unilab_dist.ReplicaMismatchError as e:
+        raise unilab_dist.ReplicaMismatchError(
+            f"replicas differ at iteration {iteration} (runner.check_replicas_interval="
+            f"{every}): {e}; a rank-dependent update or a missing sync changed them"
+        ) from e
+    return time.perf_counter() - start
+
+
+def replica_state(modules: list[torch.nn.Module]) -> dict[str, TensorDict]:
+    """What must be equal on every rank: each replicated module's parameters and buffers,
+    except the statistics of rank-local normalizers (a submodule with `is_global` False, as
+    the `rsl_rl` preset's), named `Class[index].path` like the checkpoints' `network_shapes`."""
+    out = {}
+    for i, module in enumerate(modules):
+        local = {n for n, sub in module.named_modules() if getattr(sub, "is_global", True) is False}
+        tensors = dict(module.named_parameters())
+        for name, buf in module.named_buffers():
+            if name.rpartition(".")[0] not in local:
+                tensors[name] = buf
+        out[f"{type(module).__name__}[{i}]"] = TensorDict(tensors, batch_size=[])
+    return out

@@ -3,11 +3,12 @@
 When on, the runner calls `lap(name)` at the end of each phase of an iteration; `lap` waits
 for the device (`torch.cuda.synchronize`), books the seconds since the previous lap to `name`
 and starts the next phase. The env step is timed through the env's public
-`step_profiled(action, lap)` (phases `env_physics`, `env_evaluate`); an env without it (a user
-env) is timed as one phase, `env`. On more than one rank with an eager learner update, the
-injected collectives (`grad_sync`, `reduce_sum`) are wrapped: each call is timed between two
-synchronizations and booked to `sync`, out of the phase it ran in. A captured update runs
-its collectives inside the graph replay, where the host cannot see them: no `sync` phase then.
+`step_profiled(action, lap)` (phases `env_physics`, `env_evaluate`) where its features say
+`profiled_step`; another env (a user env) is timed as one phase, `env`. On more than one rank
+with an eager learner update, the injected collectives (`grad_sync`, `reduce_sum`) are
+wrapped: each call is timed between two synchronizations and booked to `sync`, out of the
+phase it ran in. A captured update runs its collectives inside the graph replay, where the
+host cannot see them: no `sync` phase then.
 
 `metrics(iteration_s)` gives `profile/<phase>_s` for each phase of the iteration and
 `profile/other_s`, the iteration's seconds less the phases'. The values are the rank's own
@@ -24,6 +25,8 @@ from typing import Any
 import torch
 
 from unilab_algos import Learner
+
+from .._env_features import env_features
 
 __all__ = ["PhaseTimer", "TimedCollective", "update_captured"]
 
@@ -44,7 +47,7 @@ class PhaseTimer:
         self.env_step: Callable[[torch.Tensor], Any] = env.step
         self.note: str | None = None  # what rank 0 prints at start about the env's phases
         if enabled:
-            if callable(getattr(env, "step_profiled", None)):
+            if env_features(env).profiled_step:
                 self.env_step = lambda action: env.step_profiled(action, self.lap)
             else:
                 self.env_step = self._plain_step(env.step)

@@ -21,6 +21,8 @@ import torch
 
 from unilab_algos import CaptureMode, Learner
 
+from .._env_features import env_features
+
 __all__ = ["NVIDIA_VERSION_FILE", "env_capture", "learner_capture", "startup_line"]
 
 NVIDIA_VERSION_FILE = Path("/proc/driver/nvidia/version")  # the kernel driver's own line
@@ -52,19 +54,13 @@ def _part(name: str, fn: Any, arg: Any) -> str:
 
 
 def env_capture(env: Any) -> str:
-    """How the env's control step runs: "in a CUDA graph" (a unilab_envs `VecEnv` on CUDA with
-    `cuda_graph`, captured at its first step) or "eager (<why>)"."""
-    if getattr(env, "uses_cuda_graph", False):
+    """How the env's control step runs, from its features (`env_features`): "in a CUDA graph"
+    (a unilab_envs `VecEnv` on CUDA with `cuda_graph`, captured at its first steps) or
+    "eager (<why>)"."""
+    features = env_features(env)
+    if features.cuda_graph:
         return "in a CUDA graph"
-    device = getattr(env, "device", None)
-    cfg = getattr(env, "cfg", None)
-    if not hasattr(env, "uses_cuda_graph") or cfg is None:
-        return "eager (not a unilab_envs VecEnv: it reports no CUDA graph)"
-    if torch.device(device).type != "cuda":
-        return f"eager (CUDA graphs need a CUDA device, got {device})"
-    if not getattr(cfg, "cuda_graph", True):
-        return "eager (env.kwargs.cuda_graph=false)"
-    return "in a CUDA graph"
+    return f"eager ({features.eager_reason or 'the env reports no CUDA graph'})"
 
 
 def learner_capture(learner: Learner) -> list[str]:

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from unilab_envs._core.task import observation_term as observation_term
     from unilab_envs.curriculum import Curriculum as Curriculum
     from unilab_envs.curriculum import LevelCurriculum as LevelCurriculum
+    from unilab_envs.features import EnvFeatures as EnvFeatures
     from unilab_envs.randomization import DomainRandomization as DomainRandomization
     from unilab_envs.registry import check_overrides as check_overrides
     from unilab_envs.registry import list_tasks as list_tasks
@@ -51,6 +52,7 @@ _EXPORTS = {
     "observation_term": "unilab_envs._core.task",
     "Curriculum": "unilab_envs.curriculum",
     "LevelCurriculum": "unilab_envs.curriculum",
+    "EnvFeatures": "unilab_envs.features",
     "DomainRandomization": "unilab_envs.randomization",
     "check_overrides": "unilab_envs.registry",
     "list_tasks": "unilab_envs.registry",
@@ -71,6 +73,7 @@ __all__ = [
     "Curriculum",
     "DomainRandomization",
     "EnvConfig",
+    "EnvFeatures",
     "LevelCurriculum",
     "Renderer",
     "RendererUnavailableError",

@@ -28,6 +28,10 @@ class Curriculum(abc.ABC):
     """Base class: `level` in [0, 1], `update(metrics)`, `state_dict()` / `load_state_dict()`."""
 
     metric_keys: tuple[str, ...] = ()
+    per_world: bool = False
+    """True for a curriculum with a level per world, moved inside the env step and synced by the
+    trainer with the per-world protocol (`unilab_envs.terrain.TerrainLevels`); False for one
+    `level` that `update(metrics)` moves. The env's `features.curriculum_mode` states it."""
 
     @property
     @abc.abstractmethod

@@ -23,6 +23,8 @@ import attrs
 import torch
 from tensordict import TensorDict
 
+from unilab_envs.features import EnvFeatures
+
 __all__ = [
     "EnvContractError",
     "StepLaunches",
@@ -132,10 +134,10 @@ def check_vec_env(
     shapes, dtypes, devices, finiteness, `done == terminated | truncated`, episode statistics
     zero where not done and within [1, max_episode_steps] where done, truncation only at the
     time limit, `final_obs == obs` where not done, the returned episode return equal to the sum
-    of that world's rewards since its last reset; a wrong action shape raises ValueError; when
-    the env has `state_dict` / `load_state_dict`, that a restored state continues bitwise like
-    the original; and, with `make_env`, bitwise determinism of two fresh envs under the same
-    actions.
+    of that world's rewards since its last reset; a wrong action shape raises ValueError; an
+    env's `features`, where it reports them, are an `EnvFeatures`; when they say `state`, that
+    a restored state continues bitwise like the original; and, with `make_env`, bitwise
+    determinism of two fresh envs under the same actions.
     Returns {"steps", "episodes", "terminated", "truncated"} counts seen. Raises
     `EnvContractError` at the first violation, naming the key and what differs.
     """
@@ -151,6 +153,7 @@ def check_vec_env(
     )
     _require(bool(env.observation_shapes), "observation_shapes: empty")
     _require(env.step_dt > 0, f"step_dt: must be > 0, got {env.step_dt!r}")
+    features = _reported_features(env)
     td = env.reset()
     _check_obs(env, td, "obs")
     try:
@@ -181,11 +184,21 @@ def check_vec_env(
         counts["episodes"] += int(done.sum())
         counts["terminated"] += int(out["terminated"].sum())
         counts["truncated"] += int(out["truncated"].sum())
-    if hasattr(env, "state_dict") and hasattr(env, "load_state_dict"):
+    if features is not None and features.state:
         _check_state_round_trip(env, steps=min(steps, 10), seed=seed)
     if make_env is not None:
         _check_determinism(make_env, steps=min(steps, 20), seed=seed)
     return counts
+
+
+def _reported_features(env: Any) -> EnvFeatures | None:
+    """The env's `features` (docs/envs.md, "Optional features"); None where it reports none."""
+    features = getattr(env, "features", None)
+    _require(
+        features is None or isinstance(features, EnvFeatures),
+        f"features: must be a unilab_envs.EnvFeatures, got {type(features).__name__}",
+    )
+    return features
 
 
 def _check_state_round_trip(env: Any, *, steps: int, seed: int) -> None:

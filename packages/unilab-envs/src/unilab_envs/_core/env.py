@@ -50,6 +50,7 @@ from unilab_envs._core.compile_notice import CompileNotice
 from unilab_envs._core.randomization import DomainRandomization, Randomizer
 from unilab_envs._core.reset import needs_full_reset, reset_arrays, reset_state
 from unilab_envs._core.task import Task, TaskContext
+from unilab_envs.features import EnvFeatures
 
 _OVERFLOW_NAMES = {
     int(f): f.name for f in mjw._src.types.OverflowType if f.name not in ("NONE", "ALL")
@@ -129,7 +130,8 @@ class VecEnv:
 
     Attributes: `num_envs`, `device` (torch.device), `action_dim`, `observation_shapes`
     ({group: (D,)}), `max_episode_steps`, `step_dt` (s), `success_threshold`, `task`,
-    `curriculum` (or None), `ctx` (the `TaskContext` with the warp model/data).
+    `curriculum` (or None), `ctx` (the `TaskContext` with the warp model/data), `features`
+    (the optional features it offers, an `EnvFeatures`).
     """
 
     def __init__(self, task: Task, cfg: EnvConfig) -> None:
@@ -488,6 +490,29 @@ class VecEnv:
     def episode_length(self) -> torch.Tensor:
         """int32 [N] view: control steps taken in each world's current episode."""
         return wp.to_torch(self.ctx.episode_length)
+
+    @property
+    def features(self) -> EnvFeatures:
+        """What this env offers beyond the step contract (docs/envs.md, "Optional features"):
+        its curriculum and that curriculum's mode, `state_dict` / `load_state_dict`,
+        `randomize_episode_lengths`, `step_profiled`, whether its step runs as a CUDA graph,
+        the task's success threshold and action bound."""
+        captured = self.device.type == "cuda" and self.cfg.cuda_graph
+        if self.device.type != "cuda":
+            reason = f"CUDA graphs need a CUDA device, got {self.device}"
+        else:
+            reason = None if captured else "cuda_graph=False in the env's EnvConfig"
+        spec = self.task.spec
+        return EnvFeatures.of_curriculum(
+            self.curriculum,
+            state=True,
+            random_episode_start=True,
+            cuda_graph=captured,
+            eager_reason=reason,
+            profiled_step=True,
+            success_threshold=spec.success_threshold,
+            action_bound=spec.action_bound,
+        )
 
     @property
     def uses_cuda_graph(self) -> bool:
