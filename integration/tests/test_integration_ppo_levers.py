@@ -94,3 +94,20 @@ def test_go1_trains_with_symmetry_and_large_batch(tmp_path: Path):
         assert sym > 0.0 and mini == 2
     learner = learner_from_checkpoint(run_dir)  # acts without the env: no mirror needed
     assert learner.config.symmetry is None and learner.config.num_mini_batches == 1
+
+
+def test_symmetry_on_a_task_without_mirror_maps_is_refused_before_launch(tmp_path: Path):
+    """The launcher asks the task for its mirror maps before any worker starts: a task without
+    them is refused (exit 2, one message naming the task and the way out, no traceback) and no
+    run folder is made."""
+    import subprocess
+    import sys
+
+    argv = [sys.executable, "-m", "unilab_integration.cli", "train", "quadruped-velocity"]
+    argv += ["--cpu-workers", "1", "--iterations", "1", "--log-dir", str(tmp_path)]
+    argv += ["--set", "algo.symmetry.data_augmentation=true"]
+    out = subprocess.run(argv, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 2, out.stderr
+    assert "quadruped-velocity" in out.stderr and "has no mirror maps" in out.stderr
+    assert "train without algo.symmetry" in out.stderr and "Traceback" not in out.stderr
+    assert not any(tmp_path.iterdir())

@@ -109,6 +109,21 @@ def check_env_options(task: str, kwargs: dict[str, Any], imports: Iterable[str] 
         raise ValueError(f"env.kwargs of task '{task}': {why}") from None
 
 
+def check_mirror_maps(task: str, kwargs: dict[str, Any]) -> None:
+    """A learner's symmetry option needs the task's mirror maps: a ValueError naming the task
+    (or its term without a mirror rule) before any worker starts, when it has none. A robot
+    MJCF that this process cannot find is left to the workers, as in `check_env_options`."""
+    import unilab_envs
+    from unilab_envs.tasks.robots import RobotFileNotFoundError
+
+    try:
+        unilab_envs.task_mirror_maps(task, **kwargs)
+    except RobotFileNotFoundError:
+        return
+    except ValueError as e:
+        raise ValueError(f"algo.symmetry: {e}; train without algo.symmetry") from None
+
+
 def term_functions(kwargs: dict[str, Any]) -> dict[str, str]:
     """{"env.rewards.<term>.func": "module:attr"} of the term overrides in `env.kwargs` that
     name a function of a module."""

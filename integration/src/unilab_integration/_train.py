@@ -31,7 +31,13 @@ from ._checkpoint import (
     remove_temporaries,
 )
 from ._config import TrainConfig, save_config
-from ._envs import check_env_options, check_named_imports, check_task, import_modules
+from ._envs import (
+    check_env_options,
+    check_mirror_maps,
+    check_named_imports,
+    check_task,
+    import_modules,
+)
 from ._resume import check_run_config, interrupted_note, note_resume
 from ._rundir import RunLock, RunPlan, plan_run_folder, register_worker
 from ._sinks import check_sinks
@@ -120,6 +126,8 @@ def _validate(config: TrainConfig, resume: str | None) -> tuple[int, dict | None
     import_modules(config.runner.imports)
     check_task(config.task)
     check_env_options(config.task, dict(config.env.kwargs), config.runner.imports)
+    if getattr(config.algo, "symmetry", None) is not None:
+        check_mirror_maps(config.task, dict(config.env.kwargs))
     check_sinks(config.runner.logging.loggers)
     run = config.runner
     if run.iterations is None and run.env_steps is None and not run.until_solved:

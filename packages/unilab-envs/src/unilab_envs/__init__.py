@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from unilab_envs.registry import make as make
     from unilab_envs.registry import make_task as make_task
     from unilab_envs.registry import register_task as register_task
+    from unilab_envs.registry import task_mirror_maps as task_mirror_maps
     from unilab_envs.render import Renderer as Renderer
     from unilab_envs.render import RendererUnavailableError as RendererUnavailableError
     from unilab_envs.tasks.robots import RobotConfig as RobotConfig
@@ -59,6 +60,7 @@ _EXPORTS = {
     "make": "unilab_envs.registry",
     "make_task": "unilab_envs.registry",
     "register_task": "unilab_envs.registry",
+    "task_mirror_maps": "unilab_envs.registry",
     "Renderer": "unilab_envs.render",
     "RendererUnavailableError": "unilab_envs.render",
     "RobotConfig": "unilab_envs.tasks.robots",
@@ -91,6 +93,7 @@ __all__ = [
     "make_task",
     "observation_term",
     "register_task",
+    "task_mirror_maps",
     "world_rng",
 ]
 

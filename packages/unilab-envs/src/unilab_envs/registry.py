@@ -24,6 +24,7 @@ __all__ = [
     "make",
     "make_task",
     "register_task",
+    "task_mirror_maps",
     "term_tasks",
 ]
 
@@ -114,6 +115,14 @@ def check_overrides(name: str, **overrides: Any) -> None:
     env_kw, task_kw = _split(overrides)
     EnvConfig(num_envs=1, **env_kw)
     make_task(name, **task_kw)
+
+
+def task_mirror_maps(name: str, **overrides: Any) -> Any:
+    """The left/right mirror maps (`unilab_envs.terms.mirror.MirrorMaps`) of task `name` as
+    `make(name, ..., **overrides)` would build it (its term overrides included), without
+    building an env: a ValueError naming the task, or the term without a mirror rule, when it
+    has none. What a learner's symmetry option needs, checkable before any worker starts."""
+    return make_task(name, **_split(overrides)[1]).mirror_maps()
 
 
 def _split(overrides: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
