@@ -1,6 +1,6 @@
 """Time to a walking policy: every checkpoint of MJLab's and UniLab's runs through one evaluator.
 
-    python3 tools/bench/bench_time_to_walk.py evaluate RUN.json... [--num-envs 4096] [--device cuda]
+    python3 tools/bench/bench_time_to_walk.py evaluate RUN.json... [--num-envs 4096] [--device cuda] [--noise-seed S]
     python3 tools/bench/bench_time_to_walk.py summary TTW.json... [--reference-s 600]
     python3 tools/bench/bench_time_to_walk.py levels RUN.json... [--reference-s 600]
 
@@ -34,8 +34,12 @@ runs that trained at least that long (`trained_s`: the time of the run's last lo
 iteration, which may lie past its last checkpoint; a file without it counts its last
 checkpoint's time); only when no run trained that long, over every run's last checkpoint; the
 table says which runs it stands on. A UniLab
-run reaches it at its first checkpoint whose linear and yaw-rate errors are at most the
-reference's and whose time-limit fraction is at least the reference's; the table gives that
+run reaches it at its first checkpoint that meets it: on every metric no worse than the
+reference by more than the evaluator's noise (linear and yaw-rate errors at most the
+reference's plus the noise, time-limit fraction at least the reference's minus the noise). The
+noise is the spread of a metric between two evaluation seeds of one checkpoint (`evaluate
+--noise-seed S` records it on each run's last checkpoint; a task's noise is the mean over the
+runs that recorded one); with none recorded the comparison is strict. The table gives that
 time per run (the target: at most a quarter of `--reference-s`). `plot_curves.py` draws the
 `ttw_*.json` files (`tracking.png`: one row per robot, one panel per metric, against time_s).
 
@@ -234,7 +238,27 @@ def evaluate_run(path: str, args) -> dict:
             flush=True,
         )
         write_json_file(dest, out)
+    if args.noise_seed is not None and checkpoints:
+        out["noise"] = evaluator_noise(checkpoints[-1], points[-1], task, side, args)
+        write_json_file(dest, out)
     return out
+
+
+def evaluator_noise(checkpoint: dict, point: dict, task: str, side: str, args) -> dict:
+    """The evaluator's noise on one checkpoint: the spread of each metric between the run's
+    evaluation (`--seed`) and a second one with `--noise-seed` (fresh episodes, same policy)."""
+    from unilab_integration import evaluate_tracking, load_policy_checkpoint
+
+    ckpt = load_policy_checkpoint(checkpoint["path"], task=task if side == "mjlab" else None)
+    r = evaluate_tracking(ckpt, num_envs=args.num_envs, seed=args.noise_seed, device=args.device)
+    noise = {k: abs(getattr(r, k) - point[k]) for k in METRICS}
+    print(
+        f"  evaluator noise at it {checkpoint['iteration']} (seeds {args.seed}, "
+        f"{args.noise_seed}): lin {noise['lin_vel_error']:.4f} yaw "
+        f"{noise['yaw_rate_error']:.4f} time-limit {noise['time_limit_fraction']:.4f}",
+        flush=True,
+    )
+    return {"iteration": checkpoint["iteration"], "seeds": [args.seed, args.noise_seed], **noise}
 
 
 def reference(runs: list[dict], at_s: float, keys: tuple[str, ...] = METRICS) -> dict | None:
@@ -274,19 +298,34 @@ def _reference_runs(ref: dict) -> str:
     return text
 
 
-def reaches(point: dict, ref: dict) -> bool:
+def reaches(point: dict, ref: dict, noise: dict | None = None) -> bool:
+    """`point` meets `ref`: on every metric no worse than the reference by more than the
+    evaluator's noise (`noise`: the spread per metric; None: none, the strict comparison)."""
+    tol = noise or {}
     return (
-        point["lin_vel_error"] <= ref["lin_vel_error"]
-        and point["yaw_rate_error"] <= ref["yaw_rate_error"]
-        and point["time_limit_fraction"] >= ref["time_limit_fraction"]
+        point["lin_vel_error"] <= ref["lin_vel_error"] + tol.get("lin_vel_error", 0.0)
+        and point["yaw_rate_error"] <= ref["yaw_rate_error"] + tol.get("yaw_rate_error", 0.0)
+        and point["time_limit_fraction"]
+        >= ref["time_limit_fraction"] - tol.get("time_limit_fraction", 0.0)
     )
 
 
-def time_to_reference(run: dict, ref: dict) -> float | None:
+def time_to_reference(run: dict, ref: dict, noise: dict | None = None) -> float | None:
     for p in run["points"]:
-        if reaches(p, ref):
+        if reaches(p, ref, noise):
             return p["time_s"]
     return None
+
+
+def task_noise(runs: list[dict]) -> dict | None:
+    """The evaluator's noise of a task: per metric, the mean spread over the runs that recorded
+    one (`evaluate --noise-seed`); None when none did."""
+    spreads = [r["noise"] for r in runs if r.get("noise")]
+    if not spreads:
+        return None
+    out = {k: statistics.fmean(n[k] for n in spreads) for k in METRICS}
+    out["runs"] = len(spreads)
+    return out
 
 
 def summary(runs: list[dict], at_s: float) -> dict:
@@ -295,6 +334,7 @@ def summary(runs: list[dict], at_s: float) -> dict:
     for task in sorted({r["task"] for r in runs}):
         mine = [r for r in runs if r["task"] == task]
         ref = reference([r for r in mine if r["side"] == "mjlab"], at_s)
+        noise = task_noise(mine)
         rows = []
         for r in mine:
             last = r["points"][-1] if r["points"] else None
@@ -305,10 +345,12 @@ def summary(runs: list[dict], at_s: float) -> dict:
                     "side": r["side"],
                     "checkpoints": len(r["points"]),
                     "last": None if last is None else {k: last[k] for k in (*METRICS, "time_s")},
-                    "time_to_reference_s": None if ref is None else time_to_reference(r, ref),
+                    "time_to_reference_s": (
+                        None if ref is None else time_to_reference(r, ref, noise)
+                    ),
                 }
             )
-        out[task] = {"reference": ref, "reference_at_s": at_s, "runs": rows}
+        out[task] = {"reference": ref, "reference_at_s": at_s, "noise": noise, "runs": rows}
     return out
 
 
@@ -327,6 +369,15 @@ def print_summary(table: dict) -> None:
                 f"  MJLab reference ({_reference_runs(ref)}, checkpoints near "
                 f"{ref['time_s']:.0f} s): lin {ref['lin_vel_error']:.4f} m/s, yaw "
                 f"{ref['yaw_rate_error']:.4f} rad/s, time-limit {ref['time_limit_fraction']:.3f}"
+            )
+        noise = entry.get("noise")
+        if noise is None:
+            print("  no evaluator noise recorded (evaluate --noise-seed): no worse on every metric")
+        else:
+            print(
+                f"  meets: within the evaluator's noise ({_runs(noise['runs'])}): lin "
+                f"{noise['lin_vel_error']:.4f} yaw {noise['yaw_rate_error']:.4f} time-limit "
+                f"{noise['time_limit_fraction']:.4f}"
             )
         for row in entry["runs"]:
             t = row["time_to_reference_s"]
@@ -454,6 +505,12 @@ def main(argv=None) -> None:
     ev.add_argument("--num-envs", type=int, default=4096)
     ev.add_argument("--seed", type=int, default=12345)
     ev.add_argument("--device", default="cuda")
+    ev.add_argument(
+        "--noise-seed",
+        type=int,
+        default=None,
+        help="also evaluate each run's last checkpoint with this seed: the evaluator's noise",
+    )
     su = sub.add_parser("summary", help="MJLab's reference and each run's time to it")
     su.add_argument("files", nargs="+", help="ttw_<name>.json files")
     su.add_argument("--reference-s", type=float, default=600.0)

@@ -131,6 +131,28 @@ def test_a_run_reaches_the_reference_only_when_no_worse_on_all_three_metrics():
     assert [r["time_to_reference_s"] for r in rows] == [600, 90]
 
 
+def test_a_run_meets_the_reference_within_the_evaluators_noise():
+    ref_run = _run("mjlab", [(600, 0.4, 0.5, 0.8)])
+    # 0.42 m/s and 0.79 survival: worse than the reference, by less than the noise
+    run = _run("unilab", [(30, 0.46, 0.5, 0.9), (60, 0.42, 0.49, 0.79), (90, 0.3, 0.3, 0.9)])
+    assert (
+        ttw.summary([ref_run, run], 600.0)["g1-velocity-flat"]["runs"][1]["time_to_reference_s"]
+        == 90
+    )  # no noise recorded: strict
+    run["noise"] = {"lin_vel_error": 0.03, "yaw_rate_error": 0.01, "time_limit_fraction": 0.01}
+    other = _run("unilab", [(30, 0.9, 0.9, 0.1)])
+    other["noise"] = {"lin_vel_error": 0.01, "yaw_rate_error": 0.01, "time_limit_fraction": 0.03}
+    table = ttw.summary([ref_run, run, other], 600.0)["g1-velocity-flat"]
+    assert table["noise"]["lin_vel_error"] == pytest.approx(0.02)  # the mean over two runs
+    assert table["noise"]["runs"] == 2
+    assert [r["time_to_reference_s"] for r in table["runs"]] == [600, 60, None]
+    assert not ttw.reaches(
+        {"lin_vel_error": 0.43, "yaw_rate_error": 0.5, "time_limit_fraction": 0.8},
+        table["reference"],
+        table["noise"],
+    )
+
+
 def _level_run(side, pts):
     return {
         "side": side,
