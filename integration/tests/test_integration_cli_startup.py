@@ -106,7 +106,7 @@ def test_builtin_task_names_equal_the_envs_registry():
 def test_argparse_choices_are_the_registries():
     train = build_parser()._subparsers._group_actions[0].choices["train"]
     choices = {a.dest: a.choices for a in train._actions if a.choices is not None}
-    assert tuple(choices["preset"]) == PRESETS == ("default", "rsl_rl")
+    assert tuple(choices["preset"]) == PRESETS == ("default", "rsl_rl", "fast")
     # --algo takes registered algorithms too (register_algorithm), so it is checked after
     # runner.imports, not by argparse; its help names the built-in ones
     (algo,) = [a for a in train._actions if a.dest == "algo"]

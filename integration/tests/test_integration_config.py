@@ -124,8 +124,10 @@ def test_unknown_algorithm_and_preset():
         ValueError, match=r"unknown algorithm 'sac'; algorithms: ppo, distill, fastsac"
     ):
         make_config("cartpole-balance", "sac")
-    with pytest.raises(ValueError, match=r"unknown preset 'fast'"):
-        make_config("cartpole-balance", "ppo", preset="fast")
+    with pytest.raises(
+        ValueError, match=r"unknown preset 'fastest'; presets: default, rsl_rl, fast"
+    ):
+        make_config("cartpole-balance", "ppo", preset="fastest")
     with pytest.raises(ValueError, match=r"preset 'rsl_rl' is not available for --algo fastsac"):
         make_config("cartpole-balance", "fastsac", preset="rsl_rl")
 

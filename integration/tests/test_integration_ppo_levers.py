@@ -111,3 +111,30 @@ def test_symmetry_on_a_task_without_mirror_maps_is_refused_before_launch(tmp_pat
     assert "quadruped-velocity" in out.stderr and "has no mirror maps" in out.stderr
     assert "train without algo.symmetry" in out.stderr and "Traceback" not in out.stderr
     assert not any(tmp_path.iterdir())
+
+
+def test_the_fast_preset_is_rsl_rl_with_symmetry_and_tf32():
+    """`--preset fast` is exactly the recorded recipe (docs/benchmarks/mjlab-tasks.md): the
+    `rsl_rl` preset with `algo.symmetry.data_augmentation=true` and TF32 matmuls."""
+    fast = make_config("go1-velocity-flat", "ppo", preset="fast")
+    recipe = apply_overrides(
+        make_config("go1-velocity-flat", "ppo", preset="rsl_rl"),
+        ["algo.symmetry.data_augmentation=true", "runner.matmul_precision=high"],
+    )
+    assert fast.to_dict() == {**recipe.to_dict(), "preset": "fast"}
+    with pytest.raises(ValueError, match="not available for --algo fastsac"):
+        make_config("go1-velocity-flat", "fastsac", preset="fast")
+
+
+def test_the_fast_preset_on_a_task_without_mirror_maps_names_the_other_presets(tmp_path: Path):
+    import subprocess
+    import sys
+
+    argv = [sys.executable, "-m", "unilab_integration.cli", "train", "cartpole-balance"]
+    argv += ["--preset", "fast", "--cpu-workers", "1", "--iterations", "1"]
+    argv += ["--log-dir", str(tmp_path)]
+    out = subprocess.run(argv, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 2, out.stderr
+    assert "the preset 'fast' trains with algo.symmetry" in out.stderr
+    assert "use --preset rsl_rl or --preset default" in out.stderr
+    assert not any(tmp_path.iterdir())

@@ -110,8 +110,10 @@ def algos_class(name: str) -> Any:
 
 
 def _ppo_config(preset: str) -> Any:
-    from unilab_algos import PPOConfig
+    from unilab_algos import PPOConfig, SymmetryConfig
 
+    if preset == "fast":  # RSL-RL's PPO with its symmetry extension: mirrored mini-batches
+        return attrs.evolve(PPOConfig.rsl_rl(), symmetry=SymmetryConfig(data_augmentation=True))
     return PPOConfig.rsl_rl() if preset == "rsl_rl" else PPOConfig()
 
 
@@ -184,7 +186,7 @@ ALGORITHMS: dict[str, AlgorithmSpec] = {
         name="ppo",
         kind="on-policy",
         description="Proximal Policy Optimization (on-policy, RSL-RL compatible preset)",
-        presets=("default", "rsl_rl"),
+        presets=("default", "rsl_rl", "fast"),
         config_factory=_ppo_config,
         learner_factory=_ppo_learner,
     ),

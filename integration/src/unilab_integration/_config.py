@@ -6,8 +6,10 @@
 
 `TrainConfig` holds `env` (EnvConfig), `algo` (the algorithm's own config from unilab_algos:
 PPOConfig, DistillationConfig or FastSACConfig), `runner` (RunnerConfig) and `launch`
-(LaunchSettings). Presets: `default` (UniLab's global sync settings) and `rsl_rl` (RSL-RL 5.4.2
-semantics: local advantages, normalizers and curriculum). Every run writes its config as JSON.
+(LaunchSettings). Presets: `default` (UniLab's global sync settings), `rsl_rl` (RSL-RL 5.4.2
+semantics: local advantages, normalizers and curriculum) and `fast` (PPO only: `rsl_rl` with
+symmetry augmentation and TF32 matmuls, UniLab's recipe for the tasks with mirror maps). Every
+run writes its config as JSON.
 """
 
 from __future__ import annotations
@@ -47,7 +49,7 @@ __all__ = [
     "save_config",
 ]
 
-PRESETS = ("default", "rsl_rl")
+PRESETS = ("default", "rsl_rl", "fast")
 ENV_SCOPES = ("per-rank", "global")
 CURRICULUM_SYNC = ("local", "rank0", "global")
 MATMUL_PRECISIONS = ("highest", "high", "medium")

@@ -109,10 +109,11 @@ def check_env_options(task: str, kwargs: dict[str, Any], imports: Iterable[str] 
         raise ValueError(f"env.kwargs of task '{task}': {why}") from None
 
 
-def check_mirror_maps(task: str, kwargs: dict[str, Any]) -> None:
+def check_mirror_maps(task: str, kwargs: dict[str, Any], preset: str = "default") -> None:
     """A learner's symmetry option needs the task's mirror maps: a ValueError naming the task
-    (or its term without a mirror rule) before any worker starts, when it has none. A robot
-    MJCF that this process cannot find is left to the workers, as in `check_env_options`."""
+    (or its term without a mirror rule) before any worker starts, when it has none; under the
+    `fast` preset, which turns symmetry on, naming the presets that do not. A robot MJCF that
+    this process cannot find is left to the workers, as in `check_env_options`."""
     import unilab_envs
     from unilab_envs.tasks.robots import RobotFileNotFoundError
 
@@ -121,6 +122,11 @@ def check_mirror_maps(task: str, kwargs: dict[str, Any]) -> None:
     except RobotFileNotFoundError:
         return
     except ValueError as e:
+        if preset == "fast":
+            raise ValueError(
+                f"the preset 'fast' trains with algo.symmetry, and {e}; use --preset rsl_rl "
+                "or --preset default"
+            ) from None
         raise ValueError(f"algo.symmetry: {e}; train without algo.symmetry") from None
 
 

@@ -177,8 +177,10 @@ def make_config(task: str, algo_name: str, *, preset: str = "default") -> TrainC
     spec = algorithm_spec(algo_name)
     algo = spec.make_config(preset)
     runner = RunnerConfig()
-    if preset == "rsl_rl":
+    if preset in ("rsl_rl", "fast"):
         runner = attrs.evolve(runner, curriculum_sync="local")
+    if preset == "fast":
+        runner = attrs.evolve(runner, matmul_precision="high")
     cfg = TrainConfig(
         algo_name=algo_name, preset=preset, env=EnvConfig(task=task), algo=algo, runner=runner
     )

@@ -127,7 +127,7 @@ def _validate(config: TrainConfig, resume: str | None) -> tuple[int, dict | None
     check_task(config.task)
     check_env_options(config.task, dict(config.env.kwargs), config.runner.imports)
     if getattr(config.algo, "symmetry", None) is not None:
-        check_mirror_maps(config.task, dict(config.env.kwargs))
+        check_mirror_maps(config.task, dict(config.env.kwargs), config.preset)
     check_sinks(config.runner.logging.loggers)
     run = config.runner
     if run.iterations is None and run.env_steps is None and not run.until_solved:

@@ -33,6 +33,10 @@ def list_command(args: argparse.Namespace) -> int:
     print("presets:")
     print("  default  UniLab's global sync: global advantages, normalizers and curriculum")
     print("  rsl_rl   RSL-RL 5.4.2 semantics: local advantages, normalizers and curriculum")
+    print(
+        "  fast     ppo: rsl_rl + symmetry augmentation + TF32, UniLab's recipe for the tasks"
+        " with mirror maps (go1/g1-velocity-*)"
+    )
     return 0
 
 
