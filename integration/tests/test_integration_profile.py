@@ -1,4 +1,4 @@
-"""`runner.profile`: phase seconds in metrics.jsonl (PPO, FastSAC, 2 ranks), and the timer."""
+"""`runner.profile`: phase seconds in metrics.jsonl (PPO, FastSAC, 2 ranks), and the clock."""
 
 from __future__ import annotations
 
@@ -8,10 +8,11 @@ from pathlib import Path
 import pytest
 import torch
 
+import unilab_dist
 from unilab_integration import apply_overrides, make_config, train
-from unilab_integration._runners._profile import PhaseTimer, TimedCollective
+from unilab_integration._runners._profile import PhaseClock
 
-PPO_PHASES = {"inference", "env_physics", "env_evaluate", "storage", "returns", "update", "other"}
+PPO_PHASES = {"inference", "env", "storage", "returns", "update", "other"}
 SAC_PHASES = PPO_PHASES - {"returns"}
 TOLERANCE_S = 1e-3
 
@@ -63,62 +64,77 @@ def test_ppo_and_fastsac_log_their_phases_on_one_rank_and_nothing_unprofiled(tmp
 
 
 @pytest.mark.slow
-def test_two_ranks_with_an_eager_update_time_the_injected_collectives(tmp_path):
+def test_two_ranks_time_their_collectives_as_sync(tmp_path):
     rows = _train(tmp_path, "ppo", 2, "runner.profile=true")
     _check_rows(rows, PPO_PHASES | {"sync"})
     # the gradient all-reduce of every mini-batch and the global sums go through gloo
     assert all(row["profile/sync_s"] > 0 for row in rows)
 
 
-class _UserEnv:
-    def step(self, action):
-        return action + 1
-
-
-def test_an_env_without_a_profiled_step_is_timed_as_one_phase():
-    timer = PhaseTimer(torch.device("cpu"), True, _UserEnv())
-    assert "profile/env_s" in timer.note and "step_profiled" in timer.note
-    start = timer.start()
-    timer.lap("inference")
-    assert timer.env_step(torch.zeros(2)).tolist() == [1.0, 1.0]
-    metrics = timer.metrics(1.0)
-    assert set(metrics) == {"profile/inference_s", "profile/env_s", "profile/other_s"}
-    assert metrics["profile/other_s"] == pytest.approx(1.0 - (timer._last - start))
-    off = PhaseTimer(torch.device("cpu"), False, _UserEnv())
-    assert off.note is None and off.metrics(1.0) == {}
-    assert off.wrap(len) is len  # unprofiled: the injected collective itself, never dropped
-    assert off.env_step.__func__ is _UserEnv.step  # unprofiled: the env's own step
-
-
-def test_timed_collectives_are_booked_to_sync_out_of_their_phase(monkeypatch):
+def _fake_clock(monkeypatch) -> list[float]:
     from types import SimpleNamespace
 
     from unilab_integration._runners import _profile
 
-    now = [0.0]  # the timer's clock, moved by hand: the test does not depend on the machine's load
+    now = [0.0]  # the clock, moved by hand: the test does not depend on the machine's load
     monkeypatch.setattr(_profile, "time", SimpleNamespace(perf_counter=lambda: now[0]))
+    return now
 
-    class Reducer:
-        rank, world_size = 1, 2
 
-        def __call__(self, x):
-            now[0] += 0.25  # the collective takes 0.25 s
-            return x * 2
+def test_laps_book_each_phase_and_other_is_the_rest(monkeypatch):
+    now = _fake_clock(monkeypatch)
+    clock = PhaseClock(torch.device("cpu"), True)
+    clock.start()
+    for _ in range(2):
+        now[0] += 0.125
+        clock.lap("inference")
+        now[0] += 0.25
+        clock.lap("env")
+    assert clock.metrics(1.0) == {
+        "profile/inference_s": 0.25,
+        "profile/env_s": 0.5,
+        "profile/other_s": 0.25,
+    }
+    clock.start()  # a new iteration starts from nothing
+    now[0] += 0.5
+    clock.lap("update")
+    assert clock.metrics(0.75) == {"profile/update_s": 0.5, "profile/other_s": 0.25}
 
-    timer = PhaseTimer(torch.device("cpu"), True, _UserEnv())
-    wrapped = timer.wrap(Reducer())
-    assert isinstance(wrapped, TimedCollective)
-    assert (wrapped.rank, wrapped.world_size) == (1, 2)  # what the normalizers read
-    assert timer.wrap(None) is None
-    timer.time_collectives = True
-    timer.start()
-    assert wrapped(torch.ones(1)).item() == 2.0
-    now[0] += 0.25  # ... inside a phase of 0.5 s
-    timer.lap("update")
-    assert timer.totals["sync"] == 0.25
-    assert timer.totals["update"] == 0.25
-    timer.time_collectives = False  # a captured update: collectives not timed, no sync phase
-    timer.start()
-    wrapped(torch.ones(1))
-    timer.lap("update")
-    assert "profile/sync_s" not in timer.metrics(1.0)
+
+def test_timed_collectives_are_booked_to_sync_out_of_their_phase(monkeypatch):
+    now = _fake_clock(monkeypatch)
+    clock = PhaseClock(torch.device("cpu"), True, collectives=True)
+    unilab_dist.accounting.reset()
+    unilab_dist.accounting.record_seconds(3.0)  # before the iteration: not this iteration's
+    clock.start()
+    with clock.collectives():
+        assert unilab_dist.accounting.timed_device == torch.device("cpu")
+        now[0] += 0.5  # a phase of 0.5 s, 0.25 s of which in a collective
+        unilab_dist.accounting.record_seconds(0.25)
+        clock.lap("update")
+        now[0] += 0.125
+        clock.lap("env")
+    assert unilab_dist.accounting.timed_device is None
+    assert clock.totals == {"sync": 0.25, "update": 0.25, "env": 0.125}
+    assert clock.metrics(1.0)["profile/other_s"] == 0.375
+    unilab_dist.accounting.reset()
+
+
+def test_unprofiled_the_clock_never_waits_nor_times_collectives(monkeypatch):
+    def refuse(*args):
+        raise AssertionError("synchronized without runner.profile")
+
+    monkeypatch.setattr(torch.cuda, "synchronize", refuse)
+    for collectives in (False, True):
+        off = PhaseClock(torch.device("cuda", 0), False, collectives=collectives)
+        off.start()
+        with off.collectives():
+            assert unilab_dist.accounting.timed_device is None
+            off.lap("inference")
+        assert off.totals == {} and off.metrics(1.0) == {}
+    one_rank = PhaseClock(torch.device("cpu"), True)
+    with one_rank.collectives():  # one rank: no collective to time
+        assert unilab_dist.accounting.timed_device is None
+    on = PhaseClock(torch.device("cuda", 0), True)
+    with pytest.raises(AssertionError, match="synchronized"):
+        on.start()

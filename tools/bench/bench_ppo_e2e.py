@@ -19,10 +19,10 @@ train()`, which launches W workers through the product's launcher (rank r on GPU
   - weak-scaling efficiency(W) = env-steps/s(W) / (W * env-steps/s(1));
   - `--profile`: one more run per W with `runner.profile=true` (`--warmup` +
     `--profile-iters` iterations): every phase synchronized (docs/integration.md,
-    "Profiling"): inference, env_physics, env_evaluate (the env step's two parts,
-    `VecEnv.step_profiled`), storage, returns, update, sync (W > 1 with an eager update only)
-    and other; the table shows each phase's median after the warm-up, rank 0's. Synchronizing
-    serializes the GPU, so the profiled iteration is longer than an unprofiled one.
+    "Profiling"): inference, env (the env step), storage, returns, update, sync (the
+    collectives, W > 1) and other; the table shows each phase's median after the warm-up,
+    rank 0's. Synchronizing serializes the GPU, so the profiled iteration is longer than an
+    unprofiled one. The env step's parts are torch profiler ranges (`unilab/env_physics`, ...).
 
 Flags: `--num-envs` (per GPU), `--steps` (runner.num_steps_per_env), `--preset default|rsl_rl`,
 `--ppo-capture none|auto|cuda_graph` (algo.capture; default: the config's own, `auto`),

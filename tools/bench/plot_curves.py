@@ -65,7 +65,8 @@ import bench_time_to_walk as ttw
 
 REFERENCE_S = 600.0  # bench_time_to_walk.py's --reference-s: MJLab's 10-minute policy
 
-# bench_ppo_e2e.py's phases (runner.profile), then those of its results before it drove train()
+# bench_ppo_e2e.py's phases (runner.profile; env_physics and env_evaluate: its results when the
+# env step was two phases), then those of its results before it drove train()
 PHASES = (
     *("inference", "env_physics", "env_evaluate", "env", "storage", "returns", "update"),
     *("physics", "obs_reward", "norm_sync", "learning", "sync", "other"),

@@ -6,10 +6,10 @@ as reported. A foreign env (an object with the step contract alone: `num_envs`, 
 `action_dim`, `observation_shapes`, `max_episode_steps`, `step_dt`, `reset()`, `step(action)`)
 gets conservative defaults: a feature is on only where the env has the member that
 docs/envs.md names for it (`curriculum`, `state_dict` and `load_state_dict`,
-`randomize_episode_lengths`, `step_profiled`, `success_threshold`, `task.spec.action_bound`);
-everything else is off (no curriculum, no saved state: a resume restarts its episodes, no
-random episode start, an eager step timed as one phase, no success threshold, actions bounded
-to the contract's [-1, 1]). docs/envs.md, "Optional features".
+`randomize_episode_lengths`, `success_threshold`, `task.spec.action_bound`); everything else
+is off (no curriculum, no saved state: a resume restarts its episodes, no random episode start,
+an eager step, no success threshold, actions bounded to the contract's [-1, 1]).
+docs/envs.md, "Optional features".
 """
 
 from __future__ import annotations
@@ -51,7 +51,6 @@ def _foreign(env: Any) -> EnvFeatures:
         state=_has(env, "state_dict") and _has(env, "load_state_dict"),
         random_episode_start=_has(env, "randomize_episode_lengths"),
         eager_reason=FOREIGN_REASON,
-        profiled_step=_has(env, "step_profiled"),
         success_threshold=_success_threshold(env, spec),
         action_bound=getattr(spec, "action_bound", 1.0) if spec is not None else 1.0,
     )

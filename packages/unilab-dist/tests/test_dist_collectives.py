@@ -139,3 +139,30 @@ def test_a_rank_that_never_joins_gives_a_timeout_error_not_a_hang() -> None:
     waited = float(results[0].split()[2].rstrip("s:"))
     assert 1.5 <= waited < 10.0
     assert time.monotonic() - t0 < 45.0
+
+
+def _timing_body(rank: int, world_size: int) -> dict:
+    ud.accounting.reset()
+    with ud.accounting.phase("update"):
+        ud.all_reduce(torch.ones(4), "sum")  # untimed: counted only
+    with ud.accounting.timing("cpu"):
+        with ud.accounting.phase("update"):
+            if rank == 1:
+                time.sleep(0.3)  # rank 0 waits for it inside the collective
+            ud.all_reduce(torch.ones(4), "sum")
+        ud.reduce_scalars({"a": 1.0})
+    after = ud.accounting.timed_device
+    ud.all_reduce(torch.ones(4), "sum")  # after the block: untimed again
+    return {"seconds": ud.accounting.seconds(), "acc": ud.accounting.snapshot(), "after": after}
+
+
+def test_timing_adds_each_collectives_seconds_to_its_phase_waits_included() -> None:
+    results = run_distributed(_timing_body, 2)
+    for res in results:
+        assert res["after"] is None
+        assert res["acc"]["update"]["collectives"] == 2
+        assert res["acc"]["default"]["collectives"] == 2
+        assert set(res["seconds"]) == {"update", "default"}
+        assert all(s > 0 for s in res["seconds"].values())
+    assert results[0]["seconds"]["update"] >= 0.25  # waited for rank 1
+    assert results[1]["seconds"]["update"] < 0.25

@@ -121,10 +121,21 @@ def test_accounting_phases_nest_and_reset() -> None:
         "rollout": {"collectives": 2, "bytes": 10},
         "update": {"collectives": 2, "bytes": 100},
     }
+    assert acc.seconds() == {}  # nothing timed
+    with acc.phase("update"):
+        acc.record_seconds(0.5)
+        acc.record_seconds(0.25)
+    assert acc.seconds() == {"update": 0.75}
+    with pytest.raises(ValueError, match="seconds must be >= 0"):
+        acc.record_seconds(-1.0)
     acc.reset()
-    assert acc.snapshot() == {}
+    assert acc.snapshot() == {} and acc.seconds() == {}
     with pytest.raises(ValueError, match="non-empty str"), acc.phase(""):
         pass
+    assert acc.timed_device is None
+    with acc.timing("cpu"):
+        assert acc.timed_device == torch.device("cpu")
+    assert acc.timed_device is None
 
 
 def test_every_function_is_the_identity_without_a_process_group() -> None:

@@ -18,7 +18,6 @@ def test_vec_env_of_cartpole_reports_its_features():
         random_episode_start=True,
         cuda_graph=False,
         eager_reason="CUDA graphs need a CUDA device, got cpu",
-        profiled_step=True,
         success_threshold=450.0,
         action_bound=1.0,
     )
@@ -33,7 +32,7 @@ def test_vec_env_of_a_velocity_task_reports_its_features():
     features = env.features
     assert isinstance(features.curriculum, LevelCurriculum)
     assert features.curriculum is env.curriculum and features.curriculum_mode == "scalar"
-    assert features.state and features.random_episode_start and features.profiled_step
+    assert features.state and features.random_episode_start
     assert not features.cuda_graph
     assert features.success_threshold == env.task.spec.success_threshold > 0
     assert features.action_bound == 1.0
@@ -44,7 +43,7 @@ def test_vec_env_of_a_velocity_task_reports_its_features():
 def test_what_an_env_that_reports_nothing_gets():
     nothing = EnvFeatures()
     assert nothing.curriculum is None and nothing.curriculum_mode is None
-    assert not (nothing.state or nothing.random_episode_start or nothing.profiled_step)
+    assert not (nothing.state or nothing.random_episode_start)
     assert not nothing.cuda_graph and nothing.success_threshold is None
     assert nothing.action_bound == 1.0
 

@@ -42,7 +42,7 @@ from ._guards import (
     check_replicas,
     replica_state,
 )
-from ._profile import PhaseTimer, update_captured
+from ._profile import PhaseClock
 from ._startup import startup_line
 from ._stats import EpisodeStats, learner_key, means_from_sums
 
@@ -73,8 +73,8 @@ class Runner:
         self.obs_shapes = {g: tuple(s) for g, s in self.env.observation_shapes.items()}
         self.features = env_features(self.env)  # what the env offers beyond the step contract
         self.threshold = self.features.success_threshold
-        # runner.profile: phase laps, the env's profiled step, the timed collectives
-        self.timer = PhaseTimer(self.device, config.runner.profile, self.env)
+        # runner.profile: phase laps, and the collectives timed by unilab_dist on >1 rank
+        self.clock = PhaseClock(self.device, config.runner.profile, ctx.world_size > 1)
         self.learner: Learner = self._make_learner()
         self.iteration = 0
         self.env_steps_rank = 0
@@ -211,13 +211,11 @@ class Runner:
             f"{_evaluation(self.config.runner)}run dir {self.run_dir}"
         )
         self.logger.write(startup_line(self.device, self.env, self.learner))
-        if self.timer.enabled:
+        if self.clock.enabled:
             self.logger.write(
                 "runner.profile: the device is synchronized between phases, so iterations are "
                 "slower than unprofiled ones; profile/<phase>_s are rank 0's own seconds"
             )
-        if self.timer.note:
-            self.logger.write(self.timer.note)
 
     @property
     def solved_metric(self) -> str:
@@ -237,12 +235,11 @@ class Runner:
 
     def _one_iteration(self) -> dict[str, float]:
         before = unilab_dist.accounting.snapshot()
-        # eager update on >1 rank: its collectives are timed (a captured one hides them)
-        self.timer.time_collectives = self.ctx.world_size > 1 and not update_captured(self.learner)
-        start = self.timer.start()
+        start = self.clock.start()
         self.stats.reset()
         self.guard.reset()
-        learner_metrics = self._iterate()
+        with self.clock.collectives():
+            learner_metrics = self._iterate()
         self.iteration += 1
         if self.config.runner.check_finite:
             self.guard.check(rank=self.ctx.rank, iteration=self.iteration)
@@ -297,7 +294,7 @@ class Runner:
         metrics["perf/steps_per_s"] = steps_rank * self.ctx.world_size / elapsed
         if replicas_s is not None:
             metrics["perf/check_replicas_s"] = replicas_s
-        metrics.update(self.timer.metrics(elapsed))  # this rank's own, not reduced
+        metrics.update(self.clock.metrics(elapsed))  # this rank's own, not reduced
         if self.logger is not None:
             self.logger.log(self.iteration, metrics)
         return metrics

@@ -26,7 +26,7 @@ class OffPolicyRunner(Runner):
     """Runs FastSAC on this rank's env (see the module docstring)."""
 
     def _make_learner(self) -> Learner:
-        grad_sync, reduce_sum = map(self.timer.wrap, injected_sync(self.ctx))
+        grad_sync, reduce_sum = injected_sync(self.ctx)
         return algorithm_spec(self.config.algo_name).build_learner(
             self.obs_shapes,
             int(self.env.action_dim),
@@ -44,7 +44,7 @@ class OffPolicyRunner(Runner):
         return self.learner.state_dict(include_replay=self.config.runner.checkpoints.replay)
 
     def _iterate(self) -> dict[str, float]:
-        learner, timer, env_step = self.learner, self.timer, self.timer.env_step
+        learner, clock, env = self.learner, self.clock, self.env
         check = self.config.runner.check_finite
         learner.train_mode()
         sums: dict[str, float] = {}
@@ -53,17 +53,18 @@ class OffPolicyRunner(Runner):
             with unilab_dist.accounting.phase("collect"), torch.no_grad():
                 obs = self.obs
                 actions = learner.act(obs)
-                timer.lap("inference")
-                step = env_step(actions)  # laps env_physics and env_evaluate when profiling
+                clock.lap("inference")
+                step = env.step(actions)
+                clock.lap("env")
                 if check:
                     self.guard_step(step)
                 learner.observe(obs, actions, step)
                 self.stats.add(step)
                 self.obs = step.select("obs")
-                timer.lap("storage")
+                clock.lap("storage")
             with unilab_dist.accounting.phase("update"):
                 metrics = learner.update()
-            timer.lap("update")
+            clock.lap("update")
             for key, value in metrics.items():
                 if isinstance(value, int | float):
                     sums[key] = sums.get(key, 0.0) + float(value)

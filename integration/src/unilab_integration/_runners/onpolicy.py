@@ -37,7 +37,7 @@ class OnPolicyRunner(Runner):
     """Runs PPO or Distillation on this rank's env (see the module docstring)."""
 
     def _make_learner(self) -> Learner:
-        grad_sync, reduce_sum = map(self.timer.wrap, injected_sync(self.ctx))
+        grad_sync, reduce_sum = injected_sync(self.ctx)
         spec = algorithm_spec(self.config.algo_name)
         algo = self.config.algo
         teacher = None
@@ -68,23 +68,24 @@ class OnPolicyRunner(Runner):
         return load_teacher_checkpoint(self.config.runner.teacher, self.config.task)
 
     def _iterate(self) -> dict[str, float]:
-        learner, timer, env_step = self.learner, self.timer, self.timer.env_step
+        learner, clock, env = self.learner, self.clock, self.env
         check = self.config.runner.check_finite
         learner.train_mode()
         with unilab_dist.accounting.phase("collect"), torch.no_grad():
             for _ in range(self.config.runner.num_steps_per_env):
                 actions = learner.act(self.obs)
-                timer.lap("inference")
-                step = env_step(actions)  # laps env_physics and env_evaluate when profiling
+                clock.lap("inference")
+                step = env.step(actions)
+                clock.lap("env")
                 if check:
                     self.guard_step(step)
                 learner.process_env_step(step)
                 self.stats.add(step)
                 self.obs = step.select("obs")
-                timer.lap("storage")
+                clock.lap("storage")
             learner.compute_returns(self.obs)
-            timer.lap("returns")
+            clock.lap("returns")
         with unilab_dist.accounting.phase("update"):
             metrics = learner.update()
-        timer.lap("update")
+        clock.lap("update")
         return dict(metrics)

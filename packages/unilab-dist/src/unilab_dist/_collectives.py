@@ -8,6 +8,7 @@ that really runs is recorded in `accounting` and a timed-out collective raises
 from __future__ import annotations
 
 import pickle
+import time
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
@@ -39,8 +40,30 @@ def _nbytes(t: torch.Tensor) -> int:
 
 
 def run_collective(name: str, nbytes: int, fn: Callable[[], T]) -> T:
-    """Issue one collective: account for it, and turn a timeout into CollectiveTimeoutError."""
+    """Issue one collective: account for it (and time it inside `accounting.timing`), and turn
+    a timeout into CollectiveTimeoutError."""
     accounting.record(nbytes)
+    device = accounting.timed_device
+    if device is None or _capturing(device):
+        return _issue(name, nbytes, fn)
+    _wait_for(device)
+    start = time.perf_counter()
+    out = _issue(name, nbytes, fn)
+    _wait_for(device)
+    accounting.record_seconds(time.perf_counter() - start)
+    return out
+
+
+def _capturing(device: torch.device) -> bool:
+    return device.type == "cuda" and torch.cuda.is_current_stream_capturing()
+
+
+def _wait_for(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def _issue(name: str, nbytes: int, fn: Callable[[], T]) -> T:
     try:
         return fn()
     except RuntimeError as e:  # gloo/NCCL report timeouts as RuntimeError subclasses

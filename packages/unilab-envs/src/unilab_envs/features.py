@@ -51,8 +51,6 @@ class EnvFeatures:
         cuda_graph: the control step runs as a captured CUDA graph (captured on its first
             steps, replayed after).
         eager_reason: why the step is not captured (None when `cuda_graph`), for logs.
-        profiled_step: `step_profiled(action, lap)` runs the step in two timed parts
-            (`lap("env_physics")`, `lap("env_evaluate")`), with `step`'s output.
         success_threshold: the mean undiscounted episode return that counts as solved, or None.
         action_bound: the env clamps actions to [-action_bound, action_bound]; None: it does
             not clamp (the task's policies act unbounded).
@@ -66,7 +64,6 @@ class EnvFeatures:
     random_episode_start: bool = False
     cuda_graph: bool = False
     eager_reason: str | None = None
-    profiled_step: bool = False
     success_threshold: float | None = None
     action_bound: float | None = 1.0
 

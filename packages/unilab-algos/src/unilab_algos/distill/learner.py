@@ -19,6 +19,7 @@ from unilab_storage import RolloutStorage
 
 from ..common.cuda_graphs import CaptureStatus
 from ..common.models import GaussianActor, convert_rsl_rl_state_dict
+from ..common.ranges import profiled
 from ..common.sync import GradSync, ReduceSum
 from ..ppo.networks import ExportPolicy, ExportRecurrentPolicy, build_actor, obs_dim
 from .config import DistillationConfig
@@ -196,6 +197,7 @@ class Distillation:
         self.optimizer.step()
         self._detach_memory()
 
+    @profiled("unilab/update")
     def update(self) -> dict[str, float]:
         """Behaviour cloning over the stored rollout; returns `behavior` (mean per-step loss over
         all E*T steps, RSL-RL's definition), `optimizer_steps` and `collectives`."""

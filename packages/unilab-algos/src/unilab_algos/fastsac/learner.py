@@ -15,6 +15,7 @@ from unilab_storage import ReplayShard, split_global
 
 from ..common.cuda_graphs import CaptureStatus, CudaGraphs, GraphBackend
 from ..common.normalizer import EmpiricalNormalizer, update_normalizers
+from ..common.ranges import profiled
 from ..common.sync import GradSync, ReduceSum
 from ._step import BATCH_KEYS, METRICS, FastSACState, apply_step, forward_backward
 from .config import FastSACConfig
@@ -338,6 +339,7 @@ class FastSAC:
         """True once `learning_starts` env steps were observed and the shard holds data."""
         return self.env_steps >= max(self.config.learning_starts, 1) and len(self.replay) > 0
 
+    @profiled("unilab/update")
     def update(self, num_updates: int | None = None) -> dict[str, float]:
         """Run `num_updates` (default `config.num_updates`) critic updates, the actor and the
         temperature on every `policy_frequency`-th one. Returns global mean metrics (see

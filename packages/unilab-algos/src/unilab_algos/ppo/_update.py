@@ -31,6 +31,7 @@ from torch import nn
 from unilab_storage import FeedForwardBatcher, RecurrentBatcher, normalize_advantages
 
 from ..common.cuda_graphs import CudaGraphs
+from ..common.ranges import profiler_range
 from ..common.sync import ReduceSum
 from ._step import PPOState, apply_update, forward_backward, sync_grads, trainable_params
 
@@ -156,13 +157,16 @@ class UpdateDriver:
         for mb in self.batches(data, generator):
             collectives += self.set_advantages(mb)
             self.current = mb
-            kl, self.losses = self.body_a()
-            kl, n = sync_grads(self.state, self.params, kl)
+            with profiler_range("unilab/forward_backward"):
+                kl, self.losses = self.body_a()
+            with profiler_range("unilab/grad_sync"):
+                kl, n = sync_grads(self.state, self.params, kl)
             if kl is not None and self.captured:  # the graph of body B reads kl_in
                 self.kl_in.copy_(kl)
                 kl = self.kl_in
             self.kl = kl
-            self.body_b()
+            with profiler_range("unilab/apply"):
+                self.body_b()
             collectives += n
             count += 1
         self.current = None

@@ -31,6 +31,7 @@ from unilab_storage import RolloutStorage, compute_gae, normalize_advantages
 from ..common.cuda_graphs import CaptureMode, CaptureStatus, CudaGraphs, GraphBackend
 from ..common.models import GaussianActor, ValueCritic
 from ..common.normalizer import update_normalizers
+from ..common.ranges import profiled
 from ..common.sync import GradSync, ReduceSum
 from ._rollout import CapturedRollout
 from ._step import (
@@ -420,6 +421,7 @@ class PPO:
         data.set("returns", returns)
 
     # ----------------------------------------------------------------- update
+    @profiled("unilab/update")
     def update(self) -> dict[str, float]:
         """E epochs x M mini-batches of PPO; returns mean losses and bookkeeping:
         `value`, `surrogate`, `entropy` (RSL-RL's definitions), `kl` (mean of the global KLs,

@@ -19,11 +19,12 @@ The control step (task hooks, physics substeps, bookkeeping, resets) is a fixed 
 warp launches on persistent arrays, so on CUDA it is captured once into a CUDA graph and
 replayed with `wp.capture_launch`; on CPU it runs eagerly on warp's CPU device.
 
-Profiling: `step_profiled(action, lap)` returns what `step(action)` returns and leaves the same
-state, running the control step as its two parts, "physics" (action, `apply_action`, pushes,
-substeps) and "evaluate" (`post_physics`, rewards, terminations, bookkeeping, resets,
-observations, output copy), and calls the caller's `lap("env_physics")` and
-`lap("env_evaluate")` after each (on CUDA two CUDA graphs, captured on first use).
+Profiling: while a torch profiler records (`torch.profiler.profile`, or
+`torch.autograd.profiler.emit_nvtx` under Nsight Systems), each `step` is a range
+`unilab/env_step`; an eager step holds its two parts as ranges, `unilab/env_physics` (action,
+`apply_action`, pushes, substeps) and `unilab/env_evaluate` (`post_physics`, rewards,
+terminations, bookkeeping, resets, observations). A captured step replays one CUDA graph: one
+range. Without a profiler no range is opened.
 
 Streams (CUDA): the graph is captured on the env's own stream, but replayed on the caller's
 current torch stream, in order with the torch work around `step()` (the action's producer, the
@@ -34,8 +35,9 @@ waits with the caller's stream.
 
 from __future__ import annotations
 
+import contextlib
 import warnings
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any, Literal
 
 import attrs
@@ -44,6 +46,7 @@ import numpy as np
 import torch
 import warp as wp
 from tensordict import TensorDict
+from torch.profiler import record_function
 
 from unilab_envs._core import kernels
 from unilab_envs._core.compile_notice import CompileNotice
@@ -114,6 +117,14 @@ class EnvConfig:
     overflow_check_interval: int = attrs.field(default=100, validator=attrs.validators.ge(0))
 
 
+def _profiler_range(name: str) -> contextlib.AbstractContextManager:
+    """A torch profiler range `name` while a profiler records, else a no-op: an unobserved
+    `record_function` still costs a few microseconds of host time per call."""
+    if torch.autograd._profiler_enabled():
+        return record_function(name)
+    return contextlib.nullcontext()
+
+
 def _normalize_device(device: str | torch.device) -> torch.device:
     dev = torch.device(device)
     if dev.type == "cuda":
@@ -160,7 +171,6 @@ class VecEnv:
         with self._scope(), self._compile_notice.phase():
             self._build(spec, dr)
         self._graph = None
-        self._part_graphs: tuple[Any, Any] | None = None  # step_profiled's two graphs
         self._caller_streams: dict[int, wp.Stream] = {}
         self._eager_steps = 0
         self._steps = 0
@@ -266,8 +276,10 @@ class VecEnv:
         self.task.observe(ctx, self._obs)
 
     def _control_step(self) -> None:
-        self._physics_part()
-        self._evaluate_part()
+        with _profiler_range("unilab/env_physics"):
+            self._physics_part()
+        with _profiler_range("unilab/env_evaluate"):
+            self._evaluate_part()
 
     def _physics_part(self) -> None:
         """The control step's first part: action, task action hook, pushes, physics substeps."""
@@ -388,73 +400,15 @@ class VecEnv:
         self._wait_for_env()
 
     def step(self, action: torch.Tensor) -> TensorDict:
-        """Advance every world by one control step; see the module docstring for the output."""
-        if self._compile_notice.finished:
-            return self._step(action)
-        with self._compile_notice.phase():
-            out = self._step(action)
-        self._compile_notice.finish()
-        return out
-
-    def step_profiled(self, action: torch.Tensor, lap: Callable[[str], None]) -> TensorDict:
-        """`step(action)` run as two parts, for profiling: the same output and the same env
-        state after it, with the caller's `lap("env_physics")` called after the first part
-        (action, `apply_action`, pushes, physics substeps, `post_substep`) and
-        `lap("env_evaluate")` after the second (`post_physics`, rewards, terminations, final
-        observations, bookkeeping, resets, observations, the output copy).
-
-        The env itself does not wait for the device: `lap` is where the caller synchronizes
-        and reads its clock. On CUDA with `cfg.cuda_graph`, the two parts are captured as two
-        CUDA graphs on the first profiled step after an eager one (the launches of `step`'s
-        one graph, in the same order) and replayed on the caller's stream; otherwise they run
-        eagerly. `step` keeps its single graph: mixing the two calls is allowed.
-        """
-        if self._compile_notice.finished:
-            return self._step_profiled(action, lap)
-        with self._compile_notice.phase():
-            out = self._step_profiled(action, lap)
-        self._compile_notice.finish()
-        return out
-
-    def _step_profiled(self, action: torch.Tensor, lap: Callable[[str], None]) -> TensorDict:
-        self._check_action(action)
-        if not self._has_reset:
-            raise RuntimeError("call env.reset() before env.step_profiled()")
-        if self._part_graphs is None and self._want_graph():
-            self._part_graphs = self._capture_parts()
-        if self._part_graphs is not None:
-            physics, evaluate = self._part_graphs
-            stream = self._caller_stream()
-            self._stage_action(action)
-            wp.capture_launch(physics, stream=stream)
-            lap("env_physics")
-            wp.capture_launch(evaluate, stream=stream)
-        else:
-            with self._stream_ctx():
-                self._stage_action(action)
-                with self._scope():
-                    self._physics_part()
-            self._wait_for_env()
-            lap("env_physics")
-            with self._stream_ctx(), self._scope():
-                self._evaluate_part()
-            self._wait_for_env()
-            self._eager_steps += 1
-        self._after_step()
-        out = self._outputs()
-        lap("env_evaluate")
-        return out
-
-    def _capture_parts(self) -> tuple[Any, Any]:
-        """The physics and the evaluate part of the control step as two CUDA graphs."""
-        graphs = []
-        with self._stream_ctx(), self._scope():
-            for part in (self._physics_part, self._evaluate_part):
-                with wp.ScopedCapture(device=self._wp_device, stream=self._wp_stream) as cap:
-                    part()
-                graphs.append(cap.graph)
-        self._wait_for_env()
-        return graphs[0], graphs[1]
+        """Advance every world by one control step; see the module docstring for the output
+        (and for the profiler ranges it opens)."""
+        with _profiler_range("unilab/env_step"):
+            if self._compile_notice.finished:
+                return self._step(action)
+            with self._compile_notice.phase():
+                out = self._step(action)
+            self._compile_notice.finish()
+            return out
 
     def _step(self, action: torch.Tensor) -> TensorDict:
         self._check_action(action)
@@ -495,7 +449,7 @@ class VecEnv:
     def features(self) -> EnvFeatures:
         """What this env offers beyond the step contract (docs/envs.md, "Optional features"):
         its curriculum and that curriculum's mode, `state_dict` / `load_state_dict`,
-        `randomize_episode_lengths`, `step_profiled`, whether its step runs as a CUDA graph,
+        `randomize_episode_lengths`, whether its step runs as a CUDA graph,
         the task's success threshold and action bound."""
         captured = self.device.type == "cuda" and self.cfg.cuda_graph
         if self.device.type != "cuda":
@@ -509,15 +463,14 @@ class VecEnv:
             random_episode_start=True,
             cuda_graph=captured,
             eager_reason=reason,
-            profiled_step=True,
             success_threshold=spec.success_threshold,
             action_bound=spec.action_bound,
         )
 
     @property
     def uses_cuda_graph(self) -> bool:
-        """Whether steps replay captured CUDA graphs (`step`'s, or `step_profiled`'s two)."""
-        return self._graph is not None or self._part_graphs is not None
+        """Whether steps replay the captured CUDA graph of the control step."""
+        return self._graph is not None
 
     def check_overflow(self) -> int:
         """Report worlds that overflowed MJWarp capacity since the last check; return their count.
