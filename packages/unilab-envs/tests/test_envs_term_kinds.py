@@ -1,0 +1,165 @@
+"""Command and event terms (`terms.CommandTerm`, `terms.EventTerm`): a user's own in a task
+made of terms, MJLab's in `go1-velocity-flat`, changed or removed by plain data, and wrong
+signatures refused naming the term."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+import warp as wp
+
+from unilab_envs import EnvConfig, VecEnv, make_task, mdp, terms
+from unilab_envs.tasks import robots
+from unilab_envs.tasks.term_task import TermTask, TermTaskConfig, with_overrides
+from unilab_envs.terms import EnvState
+
+N = 3
+
+
+@wp.struct
+class ConstParams:
+    value: wp.vec3
+    draws: wp.array(dtype=float)
+
+
+@terms.term(size=3, state={"draws": None})
+@wp.func
+def const_command(
+    w: int, col: int, resample: bool, rng: wp.uint32, s: EnvState, p: ConstParams
+) -> None:
+    if resample:
+        p.draws[w] = p.draws[w] + 1.0
+        for i in range(3):
+            s.command[w, col + i] = p.value[i]
+
+
+@wp.struct
+class HeightParams:
+    height: float
+
+
+@terms.term()
+@wp.func
+def lift_base(w: int, rng: wp.uint32, s: EnvState, p: HeightParams) -> wp.uint32:
+    s.qpos[w, s.root_qadr + 2] = p.height
+    return rng
+
+
+@wp.func
+def not_an_event(w: int, s: EnvState) -> float:
+    return 0.0
+
+
+def _config() -> TermTaskConfig:
+    policy = {"command": terms.ObservationTerm(func=mdp.generated_commands)}
+    return TermTaskConfig(
+        episode_length_s=0.1,
+        command_dim=3,
+        observations={"policy": terms.ObservationGroup(terms=policy)},
+        rewards={"alive": terms.RewardTerm(func=mdp.is_alive, weight=1.0)},
+        terminations={"time_out": terms.TerminationTerm(func=mdp.time_out, time_out=True)},
+        commands={
+            "c": terms.CommandTerm(
+                func=const_command,
+                params={"value": (0.5, -0.25, 1.0)},
+                resampling_time_range=(100.0, 100.0),
+            )
+        },
+        events={"lift": terms.EventTerm(func=lift_base, mode="reset", params={"height": 0.7})},
+    )
+
+
+def test_a_users_command_and_reset_event_run_in_the_step():
+    env = VecEnv(TermTask(robots.quadruped(), _config(), "t"), EnvConfig(num_envs=N, device="cpu"))
+    env.reset()
+    root = env.task.env_state.root_qadr
+    np.testing.assert_allclose(env.ctx.data.qpos.numpy()[:, root + 2], 0.7)  # lift_base
+    td = env.step(torch.zeros(N, env.action_dim))
+    torch.testing.assert_close(td["obs", "policy"], torch.tensor([[0.5, -0.25, 1.0]] * N))
+    state = env.task.terms.state_arrays()
+    np.testing.assert_allclose(state["commands.c.time_left"].numpy(), 100.0 - env.step_dt)
+    np.testing.assert_array_equal(state["commands.c.draws"].numpy(), 1.0)  # one draw, at reset
+    for _ in range(5):  # the 5-step episodes end at step 5: the reset draws anew
+        env.step(torch.zeros(N, env.action_dim))
+    np.testing.assert_allclose(state["commands.c.time_left"].numpy(), 100.0 - env.step_dt)
+    # a reset zeroes the term's state, then the command's draw counts 1 again
+    np.testing.assert_array_equal(state["commands.c.draws"].numpy(), 1.0)
+    saved = env.state_dict()["arrays"]
+    assert {"task.terms.commands.c.time_left", "task.terms.commands.c.draws"} <= set(saved)
+
+
+def test_wrong_signatures_are_refused_naming_the_term():
+    bad_event = {"lift": terms.EventTerm(func=not_an_event, mode="reset")}
+    with pytest.raises(ValueError, match=r"events\.lift: event term not_an_event .*expected "):
+        TermTask(robots.quadruped(), TermTaskConfig(events=bad_event), "t")
+    bad_command = {"c": terms.CommandTerm(func=lift_base, resampling_time_range=(1.0, 2.0))}
+    with pytest.raises(ValueError, match=r"commands\.c: command term lift_base .*-> None"):
+        TermTask(robots.quadruped(), TermTaskConfig(command_dim=3, commands=bad_command), "t")
+    with pytest.raises(ValueError, match="interval_range_s exactly when its mode is 'interval'"):
+        terms.EventTerm(func=lift_base, mode="interval")
+
+
+def test_plain_overrides_of_commands_and_events():
+    config = with_overrides(
+        _config(),
+        {
+            "commands.c.resampling_time_range": [2.0, 4.0],
+            "events.lift.params.height": 0.5,
+            "events.push": {
+                "func": "push_by_setting_velocity",
+                "mode": "interval",
+                "interval_range_s": [1.0, 2.0],
+                "params": {"lin_vel": [0.1, 0.1, 0.0], "ang_vel": [0.0, 0.0, 0.0]},
+            },
+        },
+    )
+    assert config.commands["c"].resampling_time_range == (2.0, 4.0)
+    assert config.events["lift"].params["height"] == 0.5
+    assert config.events["push"].interval_range_s == (1.0, 2.0)
+    with pytest.raises(KeyError, match="did you mean 'lift'"):
+        with_overrides(_config(), {"events.lfit": None})
+    with pytest.raises(TypeError, match=r"commands\.c\.resampling_time_range takes \[low, high\]"):
+        with_overrides(_config(), {"commands.c.resampling_time_range": [4.0, 2.0]})
+    with pytest.raises(TypeError, match=r"events\.lift\.mode takes one of startup, reset"):
+        with_overrides(_config(), {"events.lift.mode": "sometimes"})
+    with pytest.raises(TypeError, match="a new event term needs a mode"):
+        with_overrides(_config(), {"events.new": {"func": "push_by_setting_velocity"}})
+
+
+def test_the_mjlab_task_takes_command_and_event_overrides():
+    from unilab_envs.testing import mjlab_robot
+
+    mjlab_robot("go1")
+    own = make_task("go1-velocity-flat")
+    assert list(own.terms.command_columns) == ["twist"]
+    labels = [
+        t.label for mode in ("reset", "interval", "startup") for t, _ in own.terms._events[mode]
+    ]
+    assert labels == [
+        "events.reset_base",
+        "events.reset_robot_joints",
+        "events.push_robot",
+        "events.foot_friction",
+        "events.base_com",
+        "events.encoder_bias",
+    ]
+    # a time range or a parameter is runtime data: the same generated kernel
+    changed = make_task(
+        "go1-velocity-flat",
+        commands={"twist": {"resampling_time_range": [3.0, 5.0]}},
+        events={"push_robot": {"interval_range_s": [1.0, 2.0], "params": {"lin_vel": [1, 1, 0]}}},
+    )
+    assert changed.terms._reset is own.terms._reset
+    ((_, twist, _),) = changed.terms._commands
+    assert twist.resampling_time_range == (3.0, 5.0)
+    ((push, cfg),) = changed.terms._events["interval"]
+    assert cfg.interval_range_s == (1.0, 2.0) and push.params["lin_vel"] == [1, 1, 0]
+    # a removed event is absent from the generated kernel
+    no_push = make_task("go1-velocity-flat", events={"push_robot": None})
+    assert no_push.terms._reset is not own.terms._reset
+    assert not no_push.terms._events["interval"]
+    with pytest.raises(KeyError, match="did you mean 'push_robot'"):
+        make_task("go1-velocity-flat", events={"push_robt": None})
+    with pytest.raises(ValueError, match="has no commands terms"):
+        make_task("quadruped-velocity", commands={"twist": None})
