@@ -118,6 +118,7 @@ def user_terms(monkeypatch):
             r"env.rewards.x: reward term tilted has the signature \(int, EnvState\) -> vec3f",
         ),
         ("env.events.push_robt=null", "did you mean 'push_robot'"),
+        ("env.curricula.terrain_levels=null", r"term to remove \(curricula\) 'terrain_levels'"),
         ("env.commands.twist.resampling_time_range=[8,3]", r"takes \[low, high\] \(s\)"),
         (
             f'env.events.x={{"func": "{MODULE}:tilted", "mode": "reset"}}',

@@ -121,7 +121,7 @@ def term_functions(kwargs: dict[str, Any]) -> dict[str, str]:
                 found[f"{path}.{name}.func"] = func
 
     visit(kwargs.get("rewards"), "env.rewards")
-    for kind in ("terminations", "commands", "events"):
+    for kind in ("terminations", "commands", "events", "curricula"):
         visit(kwargs.get(kind), f"env.{kind}")
     groups = kwargs.get("observations")
     for group, terms in groups.items() if isinstance(groups, dict) else ():

@@ -1,9 +1,11 @@
-"""Command and event terms (`terms.CommandTerm`, `terms.EventTerm`): a user's own in a task
-made of terms, MJLab's in `go1-velocity-flat`, changed or removed by plain data, and wrong
-signatures refused naming the term."""
+"""Command, event and curriculum terms (`terms.CommandTerm`, `terms.EventTerm`,
+`terms.CurriculumTerm`): a user's own in a task made of terms, MJLab's in
+`go1-velocity-{flat,rough}`, changed or removed by plain data, and wrong signatures refused
+naming the term."""
 
 from __future__ import annotations
 
+import attrs
 import numpy as np
 import pytest
 import torch
@@ -163,3 +165,56 @@ def test_the_mjlab_task_takes_command_and_event_overrides():
         make_task("go1-velocity-flat", events={"push_robt": None})
     with pytest.raises(ValueError, match="has no commands terms"):
         make_task("quadruped-velocity", commands={"twist": None})
+
+
+@wp.struct
+class CountParams:
+    resets: wp.array(dtype=float)
+
+
+@terms.term(state={"resets": None})
+@wp.func
+def count_resets(w: int, rng: wp.uint32, s: EnvState, p: CountParams) -> wp.uint32:
+    # runs before the term state is zeroed (the count does not survive the reset) and before
+    # the reset events (which leave the base's x alone)
+    p.resets[w] = p.resets[w] + 1.0
+    s.qpos[w, s.root_qadr] = 3.0
+    return rng
+
+
+def test_a_users_curriculum_runs_at_each_reset_before_the_state_is_zeroed():
+    config = attrs.evolve(_config(), curricula={"count": terms.CurriculumTerm(func=count_resets)})
+    env = VecEnv(TermTask(robots.quadruped(), config, "t"), EnvConfig(num_envs=N, device="cpu"))
+    env.reset()
+    resets = env.task.terms.state_arrays()["curricula.count.resets"]
+    root = env.task.env_state.root_qadr
+    np.testing.assert_array_equal(resets.numpy(), 0.0)  # zeroed after the curriculum ran
+    np.testing.assert_allclose(env.ctx.data.qpos.numpy()[:, root : root + 3], [[3.0, 0.0, 0.7]] * N)
+    q = env.ctx.data.qpos.numpy()
+    q[:, root] = 0.0
+    env.ctx.data.qpos.assign(q)
+    for _ in range(5):  # the episode ends at step 5: the curriculum runs again
+        env.step(torch.zeros(N, env.action_dim))
+    np.testing.assert_array_equal(resets.numpy(), 0.0)
+    np.testing.assert_allclose(env.ctx.data.qpos.numpy()[:, root], 3.0)
+    with pytest.raises(ValueError, match=r"curricula\.bad: curriculum term not_an_event"):
+        TermTask(
+            robots.quadruped(),
+            TermTaskConfig(curricula={"bad": terms.CurriculumTerm(func=not_an_event)}),
+            "t",
+        )
+
+
+def test_the_rough_task_has_the_terrain_levels_curriculum_term():
+    from unilab_envs.testing import mjlab_robot
+
+    mjlab_robot("go1")
+    rough = make_task("go1-velocity-rough")
+    assert [t.label for t in rough.terms._curricula] == ["curricula.terrain_levels"]
+    assert rough.terms.functions["curricula.terrain_levels"] == "terrain_levels_vel"
+    assert not make_task("go1-velocity-flat").terms._curricula
+    fixed = make_task("go1-velocity-rough", curricula={"terrain_levels": None})
+    assert not fixed.terms._curricula
+    assert fixed.levels is not None  # the levels stay, at their initial rows
+    with pytest.raises(KeyError, match="did you mean 'terrain_levels'"):
+        make_task("go1-velocity-rough", curricula={"terrain_level": None})

@@ -30,7 +30,7 @@ __all__ = [
 TaskFactory = Callable[..., "Task"]
 _REGISTERED: dict[str, TaskFactory] = {}
 
-TERM_OVERRIDES = ("observations", "rewards", "terminations", "commands", "events")
+TERM_OVERRIDES = ("observations", "rewards", "terminations", "commands", "events", "curricula")
 """The overrides that change a task's terms (`unilab_envs.terms.overrides`): only the tasks
 composed of terms take them, those whose factory names them as parameters."""
 
@@ -38,8 +38,8 @@ composed of terms take them, those whose factory names them as parameters."""
 def register_task(name: str, factory: TaskFactory, *, overwrite: bool = False) -> None:
     """Register `factory(**overrides) -> Task` under `name` (ValueError if taken). A task
     composed of terms takes term overrides when its factory names the parameters
-    `observations`, `rewards`, `terminations` (and, where it has them, `commands`, `events`;
-    `TERM_OVERRIDES`)."""
+    `observations`, `rewards`, `terminations` (and, where it has them, `commands`, `events`,
+    `curricula`; `TERM_OVERRIDES`)."""
     if not callable(factory):
         raise TypeError(f"factory for {name!r} is not callable: {factory!r}")
     if not overwrite and (name in _REGISTERED or name in BUILTIN_TASKS):

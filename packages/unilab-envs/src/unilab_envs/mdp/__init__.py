@@ -1,6 +1,6 @@
 """The library of terms (MJLab 1.6.0's names): `warp.func`s over `unilab_envs.terms.EnvState`
-for observations, rewards, terminations, commands and events. `get(name)` finds one by name; `LIBRARY` lists
-them as {name: (kind, function)}.
+for observations, rewards, terminations, commands, events and curricula. `get(name)` finds one
+by name; `LIBRARY` lists them as {name: (kind, function)}.
 """
 
 from __future__ import annotations
@@ -98,6 +98,9 @@ from unilab_envs.mdp.velocity import self_collision_cost as self_collision_cost
 from unilab_envs.mdp.velocity import soft_landing as soft_landing
 from unilab_envs.mdp.velocity import variable_posture as variable_posture
 from unilab_envs.terms.config import closest
+from unilab_envs.terrain import levels as _lev
+from unilab_envs.terrain.levels import TerrainLevelsParams as TerrainLevelsParams
+from unilab_envs.terrain.levels import terrain_levels_vel as terrain_levels_vel
 
 _NAMES = {
     "observation": (
@@ -124,6 +127,7 @@ _NAMES = {
         (_ter, ("illegal_contact", "out_of_terrain_bounds")),
     ),
     "command": ((_cmd, ("uniform_velocity_command",)),),
+    "curriculum": ((_lev, ("terrain_levels_vel",)),),
     "event": (
         (_ev, ("reset_root_state_uniform", "reset_joints_by_offset", "push_by_setting_velocity",
                "geom_friction", "body_com_offset", "encoder_bias")),
@@ -167,6 +171,7 @@ __all__ = [
     "ScanParams",
     "SensorParams",
     "StdParams",
+    "TerrainLevelsParams",
     "TerrainUprightParams",
     "TimeParams",
     "TouchParams",

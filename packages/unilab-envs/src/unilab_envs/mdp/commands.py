@@ -22,8 +22,8 @@ FLAG_FORWARD = 4
 class UniformVelocityCommandParams:
     """lin_vel_x, ang_vel_z: (low, high) per stage [S] (m/s, rad/s); stage i holds from env step
     `stage_step[i]` (`env_step`: the env's step counter [1], a `Ref`; one stage from step 0: no
-    curriculum); lin_vel_y, heading: (low, high) (m/s, rad); heading_command 1: a world is a
-    heading world with probability rel_heading_envs, its yaw rate then
+    curriculum; MJLab's commands_vel curriculum as data); lin_vel_y, heading: (low, high)
+    (m/s, rad); heading_command 1: a world is a heading world with probability rel_heading_envs, its yaw rate then
     clip(heading_control_stiffness x wrap(heading target - heading), ang_vel_z); standing
     (all zero) with rel_standing_envs; forward ((max(|vx|, forward_min), 0, 0)) with
     rel_forward_envs. State: heading_target [N] (rad), flags [N] (FLAG_HEADING | FLAG_STANDING |
@@ -79,7 +79,8 @@ def uniform_velocity_command(
     reached; heading worlds steer to a heading target, standing worlds command zero, forward
     worlds (max(|vx|, forward_min), 0, 0) (MJLab's UniformVelocityCommand)."""
     stage = wp.int32(0)
-    for i in range(p.stage_step.shape[0]):
+    stages = wp.min(p.stage_step.shape[0], wp.min(p.lin_vel_x.shape[0], p.ang_vel_z.shape[0]))
+    for i in range(stages):  # rows past the shortest of the three tables are not read
         if p.env_step[0] >= p.stage_step[i]:
             stage = i
     rx = p.lin_vel_x[stage]

@@ -17,6 +17,7 @@ from unilab_envs.mdp import velocity as vel
 from unilab_envs.terms import (
     Bodies,
     CommandTerm,
+    CurriculumTerm,
     EventTerm,
     ObservationGroup,
     ObservationTerm,
@@ -30,7 +31,8 @@ from unilab_envs.terms.overrides import merge_groups, merge_terms
 
 # Arrays of the task that the terms read and write, by `Ref` name (also "touch_force",
 # "env_step", "terrain_origin", "geom_friction", "body_ipos"; rough: "scan_pnt", "scan_vec",
-# "scan_dist", "scan_heights").
+# "scan_dist", "scan_heights", and the `TerrainLevels` arrays "terrain_levels",
+# "terrain_outcomes", "terrain_table", "terrain_types").
 TASK_ARRAYS = ("air_time", "contact_time", "foot_height", "peak_height", "self_collision_force")
 # The contact sensors' state a reset zeroes (MJLab's ContactSensor.reset).
 SENSOR_STATE = ("air_time", "contact_time", "self_collision_force", "touch_force")
@@ -239,6 +241,19 @@ def events(c: Any, init_height: float, host: Mapping[str, Any]) -> dict[str, Eve
     }  # fmt: skip
 
 
+def curricula(levels: Any) -> dict[str, CurriculumTerm]:
+    """Rough: MJLab's `terrain_levels` (terrain_levels_vel) over the task's `TerrainLevels`
+    (`levels`; None on flat: no curriculum term)."""
+    if levels is None:
+        return {}
+    params = {
+        name: Ref(f"terrain_{name}") for name in ("levels", "origin", "outcomes", "table", "types")
+    }
+    params |= {"env_step": Ref("env_step"), "half_tile": levels.half_tile}
+    params["half_episode_s"] = 0.5 * levels.episode_length_s
+    return {"terrain_levels": CurriculumTerm(func=mdp.terrain_levels_vel, params=params)}
+
+
 def feet_params(c: Any, host: Mapping[str, np.ndarray]) -> dict[str, Any]:
     """The feet of `FootParams` from the task's model indices (`host`)."""
     return {
@@ -265,11 +280,12 @@ def task_terms(
     host: Mapping[str, Any],
     init_height: float,
     bounds: tuple[float, float] | None = None,
+    levels: Any = None,
 ) -> dict[str, Any]:
-    """The task's observation groups, rewards, terminations, commands and events with the
-    config's overrides (`rewards`, `observations`, `terminations`, `commands`, `events`: term
-    objects or plain data, `unilab_envs.terms.overrides`) applied: the keyword arguments of
-    `CompiledTerms`."""
+    """The task's observation groups, rewards, terminations, commands, events and curricula
+    with the config's overrides (`rewards`, `observations`, `terminations`, `commands`,
+    `events`, `curricula`: term objects or plain data, `unilab_envs.terms.overrides`)
+    applied: the keyword arguments of `CompiledTerms`."""
     normal_idx = host.get("normal_idx")
     return {
         "observations": merge_groups(observations(c, num_feet, feet), c.observations),
@@ -277,4 +293,5 @@ def task_terms(
         "terminations": merge_terms("terminations", terminations(c, bounds), c.terminations),
         "commands": merge_terms("commands", commands(c), c.commands),
         "events": merge_terms("events", events(c, init_height, host), c.events),
+        "curricula": merge_terms("curricula", curricula(levels), c.curricula),
     }

@@ -8,8 +8,8 @@ events and curricula; one task class, the robots and terrains differ only in
 `MjlabVelocityConfig` (rough: `terrain` set, with MJLab's terrain grid, height scans, terrain
 levels and out-of-bounds time-out). The term-by-term table, with every difference and its
 reason, is docs/envs-mjlab.md; the observation, reward, termination, command and event terms
-are in `tasks/mjlab_terms.py`, the action and contact-sensor kernels in
-`tasks/_mjlab_kernels.py`.
+(and rough's terrain-levels curriculum) are in `tasks/mjlab_terms.py`, the action and
+contact-sensor kernels in `tasks/_mjlab_kernels.py`.
 
 Action: float32 [N, J] (Go1 12, G1 29 joints), unbounded (`action_bound=None`, as MJLab's):
 joint target = default pose + scale * action - encoder bias.
@@ -291,14 +291,15 @@ class MjlabVelocityConfig:
     # ---- the user's term overrides (`unilab_envs.terms.overrides`): {name: RewardTerm, a
     # mapping of fields to change or, with a func, a new term (plain data: {"weight": 2.0}),
     # or None (removes it)}; observations {group: {name: ...}} (new terms go at the end of
-    # the group); terminations, commands ("twist") and events ("reset_base",
-    # "reset_robot_joints", "push_robot", "foot_friction", "base_com", "encoder_bias") as
-    # rewards.
+    # the group); terminations, commands ("twist"), events ("reset_base",
+    # "reset_robot_joints", "push_robot", "foot_friction", "base_com", "encoder_bias") and
+    # curricula (rough: "terrain_levels") as rewards.
     rewards: Mapping[str, Any] = attrs.field(factory=dict, converter=dict)
     observations: Mapping[str, Mapping[str, Any]] = attrs.field(factory=dict, converter=dict)
     terminations: Mapping[str, Any] = attrs.field(factory=dict, converter=dict)
     commands: Mapping[str, Any] = attrs.field(factory=dict, converter=dict)
     events: Mapping[str, Any] = attrs.field(factory=dict, converter=dict)
+    curricula: Mapping[str, Any] = attrs.field(factory=dict, converter=dict)
 
     @property
     def num_scan(self) -> int:
@@ -348,7 +349,7 @@ class MjlabVelocityTask(Task):
         self.terms = CompiledTerms(
             scene,
             **mjlab_terms.task_terms(
-                config, f, feet, self._host, robot.init_height, self.terrain_bounds
+                config, f, feet, self._host, robot.init_height, self.terrain_bounds, self.levels
             ),
             zero_on_reset=mjlab_terms.SENSOR_STATE,
         )
@@ -557,6 +558,9 @@ class MjlabVelocityTask(Task):
         arrays = {name: getattr(self, name) for name in mjlab_terms.TASK_ARRAYS}
         arrays["touch_force"], arrays["env_step"] = self.touch_force, self.env_step
         arrays["terrain_origin"] = self._origin
+        if self.levels is not None:
+            for name in ("levels", "outcomes", "table", "types"):
+                arrays[f"terrain_{name}"] = getattr(self.levels, name)
         arrays["geom_friction"], arrays["body_ipos"] = ctx.model.geom_friction, ctx.model.body_ipos
         if self._scan is not None:
             arrays["scan_pnt"], arrays["scan_vec"], arrays["scan_dist"] = self._scan_arrays[:3]
@@ -754,23 +758,19 @@ class MjlabVelocityTask(Task):
         self.terms.observe(ctx.seed, ctx.rng_counter, obs, commit)
 
     def reset_worlds(self, ctx: TaskContext, mask: wp.array) -> None:
-        d = ctx.data
-        if self.levels is not None:  # terrain_levels_vel, before the reset pose is drawn
-            self.levels.move(
-                ctx.seed, ctx.rng_counter, mask, self.env_step, d.xpos, self._root, self.command
-            )
-        # the reset events, contact-sensor resets, interval pushes and the twist command
+        # one launch: rough's terrain_levels curriculum (before the reset pose is drawn), the
+        # reset events, contact-sensor resets, interval pushes and the twist command
         self.terms.reset(mask, ctx.seed, ctx.rng_counter)
 
 
 TermOverrides = Mapping[str, Any] | None
 
 
-def _terms(observations, rewards, terminations, commands, events) -> dict[str, Any]:
+def _terms(observations, rewards, terminations, commands, events, curricula) -> dict[str, Any]:
     """The term overrides given to a factory, as `MjlabVelocityConfig` fields (the factories
     name them so that the registry knows these tasks take them)."""
     given = {"observations": observations, "rewards": rewards, "terminations": terminations}
-    given |= {"commands": commands, "events": events}
+    given |= {"commands": commands, "events": events, "curricula": curricula}
     return {k: v for k, v in given.items() if v is not None}
 
 
@@ -782,15 +782,16 @@ def make_go1_velocity_flat(
     terminations: TermOverrides = None,
     commands: TermOverrides = None,
     events: TermOverrides = None,
+    curricula: TermOverrides = None,
     **overrides,
 ) -> MjlabVelocityTask:
     """`go1-velocity-flat`: MJLab's `Mjlab-Velocity-Flat-Unitree-Go1`; `observations`,
-    `rewards`, `terminations`, `commands`, `events` change its terms (see
+    `rewards`, `terminations`, `commands`, `events`, `curricula` change its terms (see
     `MjlabVelocityConfig`), `overrides` are
     `MjlabVelocityConfig` fields. `robot` defaults to `unilab_envs.tasks.robots.go1()`."""
     if robot is None:
         robot = robots.go1()  # RobotFileNotFoundError names the ways to provide go1.xml
-    overrides.update(_terms(observations, rewards, terminations, commands, events))
+    overrides.update(_terms(observations, rewards, terminations, commands, events, curricula))
     return MjlabVelocityTask(robot, MjlabVelocityConfig(**overrides), "go1-velocity-flat")
 
 
@@ -860,13 +861,14 @@ def make_g1_velocity_flat(
     terminations: TermOverrides = None,
     commands: TermOverrides = None,
     events: TermOverrides = None,
+    curricula: TermOverrides = None,
     **overrides,
 ) -> MjlabVelocityTask:
     """`g1-velocity-flat`: MJLab's `Mjlab-Velocity-Flat-Unitree-G1`; term overrides and
     `overrides` as `make_go1_velocity_flat`'s. `robot` defaults to `robots.g1()`."""
     if robot is None:
         robot = robots.g1()  # RobotFileNotFoundError names the ways to provide g1.xml
-    overrides.update(_terms(observations, rewards, terminations, commands, events))
+    overrides.update(_terms(observations, rewards, terminations, commands, events, curricula))
     return MjlabVelocityTask(robot, g1_flat_config(robot, **overrides), "g1-velocity-flat")
 
 
@@ -926,6 +928,7 @@ def make_go1_velocity_rough(
     terminations: TermOverrides = None,
     commands: TermOverrides = None,
     events: TermOverrides = None,
+    curricula: TermOverrides = None,
     **overrides,
 ) -> MjlabVelocityTask:
     """`go1-velocity-rough`: MJLab's `Mjlab-Velocity-Rough-Unitree-Go1` (terrain grid,
@@ -933,7 +936,7 @@ def make_go1_velocity_rough(
     `make_go1_velocity_flat`'s."""
     if robot is None:
         robot = robots.go1()
-    overrides.update(_terms(observations, rewards, terminations, commands, events))
+    overrides.update(_terms(observations, rewards, terminations, commands, events, curricula))
     return MjlabVelocityTask(robot, go1_rough_config(**overrides), "go1-velocity-rough")
 
 
@@ -945,11 +948,12 @@ def make_g1_velocity_rough(
     terminations: TermOverrides = None,
     commands: TermOverrides = None,
     events: TermOverrides = None,
+    curricula: TermOverrides = None,
     **overrides,
 ) -> MjlabVelocityTask:
     """`g1-velocity-rough`: MJLab's `Mjlab-Velocity-Rough-Unitree-G1`; term overrides and
     `overrides` as `make_go1_velocity_flat`'s."""
     if robot is None:
         robot = robots.g1()
-    overrides.update(_terms(observations, rewards, terminations, commands, events))
+    overrides.update(_terms(observations, rewards, terminations, commands, events, curricula))
     return MjlabVelocityTask(robot, g1_rough_config(robot, **overrides), "g1-velocity-rough")

@@ -27,6 +27,7 @@ from unilab_envs.tasks.robots import RobotConfig
 from unilab_envs.terms import CompiledTerms, Scene, codegen, robot_state
 from unilab_envs.terms.config import (
     CommandTerm,
+    CurriculumTerm,
     EventTerm,
     ObservationGroup,
     RewardTerm,
@@ -55,6 +56,7 @@ class TermTaskConfig:
     terminations: Mapping[str, TerminationTerm] = attrs.field(factory=dict, converter=dict)
     commands: Mapping[str, CommandTerm] = attrs.field(factory=dict, converter=dict)
     events: Mapping[str, EventTerm] = attrs.field(factory=dict, converter=dict)
+    curricula: Mapping[str, CurriculumTerm] = attrs.field(factory=dict, converter=dict)
 
     @property
     def max_episode_steps(self) -> int:
@@ -67,7 +69,7 @@ def with_overrides(config: TermTaskConfig, overrides: Mapping[str, Any]) -> Term
     "rewards.lin_vel_z": None (removes the term), "observations.policy.height.scale": 2.0}.
     Unknown kinds, groups, terms or fields raise KeyError naming the closest names, values of
     the wrong type TypeError naming their path."""
-    kinds = ("observations", "rewards", "terminations", "commands", "events")
+    kinds = ("observations", "rewards", "terminations", "commands", "events", "curricula")
     tree = nest(overrides)
     for kind in tree:
         if kind not in kinds:
@@ -135,6 +137,7 @@ class TermTask(Task):
             terminations=config.terminations,
             commands=config.commands,
             events=config.events,
+            curricula=config.curricula,
             noise_stream=noise_stream,
         )
         self.spec = TaskSpec(

@@ -1,11 +1,12 @@
 """Code generation: a task's term lists unrolled into one warp kernel per hook.
 
 `evaluate` (every reward and termination term), `observe` (every group, one thread per world
-and column; observation history included) and `reset_terms` (the terms' per-world state and
-observation histories, the reset and interval events, the commands) are each one launch per
-step, whatever the number of terms (`startup_terms`, the startup events, runs once); a term removed from the config is absent from the generated source. Weights,
-parameters, scales, clips and noise ranges are kernel inputs (arrays and structs), so changing
-one recompiles nothing. The generated source is registered with `linecache`, so warp reads it
+and column; observation history included) and `reset_terms` (the curricula, the terms'
+per-world state and observation histories, the reset and interval events, the commands) are
+each one launch per step, whatever the number of terms (`startup_terms`, the startup events,
+runs once); a term removed from the config is absent from the generated source. Weights,
+parameters, scales, clips, noise ranges and time ranges are kernel inputs (arrays and
+structs), so changing one recompiles nothing. The generated source is registered with `linecache`, so warp reads it
 as it reads a file, and kernels are cached per source and functions.
 """
 
@@ -190,15 +191,17 @@ def observe_kernel(
     return _build("observe_terms", _kernel("observe_terms", args, lines), calls, {})
 
 
-# The reset kernel's draws: the reset events of a world share one RNG state (stream
-# STREAM_RESET_EVENTS, each event continuing where the one before stopped), then the interval
-# events' first times; interval event i draws its time and its own values from STREAM_INTERVAL
+# The reset kernel's draws: curriculum term i draws from STREAM_CURRICULUM + 16 i (121, the
+# stream of `TerrainLevels.move`'s promotion draw); the reset events of a world share one RNG
+# state (stream STREAM_RESET_EVENTS, each event continuing where the one before stopped), then
+# the interval events' first times; interval event i draws its time and its own values from STREAM_INTERVAL
 # + 16 i, command term j its time and values from STREAM_COMMAND + 16 j; the startup events
 # share STREAM_STARTUP (counter 0).
 STREAM_RESET_EVENTS = 110
 STREAM_COMMAND = 111
 STREAM_INTERVAL = 112
 STREAM_STARTUP = 114
+STREAM_CURRICULUM = 121
 
 
 @attrs.frozen
@@ -217,9 +220,11 @@ def reset_kernel(
     events: Sequence[Call] = (),
     intervals: Sequence[Call] = (),
     commands: Sequence[tuple[Call, int]] = (),
+    curricula: Sequence[Call] = (),
 ) -> Any:
     """Kernel(seed, counter [1], mask [N], s, p_*..., ranges, i_0..., c_0..., h_0...,
-    z_0...), one thread per world, once per step: in the masked (reset) worlds, zeroes the
+    z_0...), one thread per world, once per step: in the masked (reset) worlds, runs the
+    `curricula` (each with its own RNG state), then zeroes the
     listed term state, observation histories and the task's arrays `z_*` (their ndims
     `zeroed`), runs the reset `events` in order and draws each interval event's first time;
     in the other worlds, counts the interval events' times `i_*` down and runs an event whose
@@ -227,7 +232,7 @@ def reset_kernel(
     time `c_*` down and calls the term (`resample`: reset or its time ran out, after a new
     time is drawn). `ranges` holds (low, high) of each interval event, then of each command."""
     calls = [c for c, _ in stateful]
-    for c in [*events, *intervals, *(c for c, _ in commands)]:
+    for c in [*curricula, *events, *intervals, *(c for c, _ in commands)]:
         if c not in calls:
             calls.append(c)
     args = ["seed: int", "counter: wp.array(dtype=wp.int32)", "mask: wp.array(dtype=wp.bool)"]
@@ -240,6 +245,9 @@ def reset_kernel(
     ]
     lines = ["w = wp.tid()", "n = counter[0]", "reset = mask[w]", "dt = s.step_dt"]
     lines += ["rng = wp.uint32(0)", "if reset:", "    dt = 0.0"]
+    for i, c in enumerate(curricula):
+        lines += [f"    rng = world_rng(seed, n, w, {STREAM_CURRICULUM + 16 * i})"]
+        lines += [f"    rng = {c.invoke('w, rng, ')}"]
     for c, fields in stateful:
         for f in fields:
             lines += _zero(f"{c.arg}.{f.name}", f.ndim, f.zero, "    ")

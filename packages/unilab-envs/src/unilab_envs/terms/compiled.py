@@ -22,6 +22,7 @@ from unilab_envs.terms import codegen
 from unilab_envs.terms.config import (
     Bodies,
     CommandTerm,
+    CurriculumTerm,
     EventTerm,
     GaussianNoise,
     Joints,
@@ -109,10 +110,11 @@ class _Term:
 
 
 class CompiledTerms:
-    """A task's observation groups, rewards, terminations, commands and events, compiled (see
-    module doc). `noise_stream`: the RNG stream of the first group's observation noise (group
-    g: + 16 g). `zero_on_reset`: names of the task's arrays (`bind`'s `arrays`, float, 1 to 3
-    dimensions, leading N) that a reset zeroes in the same launch (e.g. sensor histories).
+    """A task's observation groups, rewards, terminations, commands, events and curricula,
+    compiled (see module doc). `noise_stream`: the RNG stream of the first group's observation
+    noise (group g: + 16 g). `zero_on_reset`: names of the task's arrays (`bind`'s `arrays`,
+    float, 1 to 3 dimensions, leading N) that a reset zeroes in the same launch (e.g. sensor
+    histories).
     The commands' columns follow their order (`command_columns`); their widths must sum to
     the scene's `command_dim`.
 
@@ -134,6 +136,7 @@ class CompiledTerms:
         terminations: Mapping[str, TerminationTerm],
         commands: Mapping[str, CommandTerm] | None = None,
         events: Mapping[str, EventTerm] | None = None,
+        curricula: Mapping[str, CurriculumTerm] | None = None,
         noise_stream: int = codegen.STREAM_OBS_NOISE,
         zero_on_reset: tuple[str, ...] = (),
     ) -> None:
@@ -187,6 +190,10 @@ class CompiledTerms:
         for i, (n, ev) in enumerate((events or {}).items()):
             t = self._term("event", f"e{i}", f"events.{n}", ev.func, ev.params)
             self._events[ev.mode].append((t, ev))
+        self._curricula = [
+            self._term("curriculum", f"k{i}", f"curricula.{n}", cur.func, cur.params)
+            for i, (n, cur) in enumerate((curricula or {}).items())
+        ]
         self._zeroed = tuple(zero_on_reset)
         self.functions = {t.label: t.function.name for t in self._all()}
         self.layout = {
@@ -231,7 +238,8 @@ class CompiledTerms:
     def _reset_calls(self) -> list[_Term]:
         """The terms the reset kernel calls or zeroes, in its argument order."""
         out = [t for t in self._all() if t.state]
-        more = [t for t, _ in self._events["reset"]] + [t for t, _ in self._events["interval"]]
+        more = [*self._curricula, *(t for t, _ in self._events["reset"])]
+        more += [t for t, _ in self._events["interval"]]
         more += [t for t, _, _ in self._commands]
         return out + [t for t in more if t not in out]
 
@@ -239,7 +247,9 @@ class CompiledTerms:
         stateful = [t for t in self._all() if t.state]
         resets = [t.call for t, _ in self._events["reset"]]
         intervals = [t.call for t, _ in self._events["interval"]]
-        if not (stateful or self._histories or zeroed or resets or intervals or self._commands):
+        curricula = [t.call for t in self._curricula]
+        work = (stateful, self._histories, zeroed, resets, intervals, self._commands, curricula)
+        if not any(work):
             return None
         return codegen.reset_kernel(
             [(t.call, self._state_fields(t)) for t in stateful],
@@ -248,6 +258,7 @@ class CompiledTerms:
             events=resets,
             intervals=intervals,
             commands=[(t.call, c) for t, _, c in self._commands],
+            curricula=curricula,
         )
 
     @staticmethod
@@ -280,10 +291,10 @@ class CompiledTerms:
     def _all(self) -> list[_Term]:
         obs = [t for _, _, entries in self._groups for t, *_ in entries]
         out = [*obs, *self._rewards, *(t for t, _ in self._terminations)]
-        out += [t for t, _, _ in getattr(self, "_commands", ())]
+        out += [t for t, _, _ in self._commands]
         for mode in ("reset", "interval", "startup"):
-            out += [t for t, _ in getattr(self, "_events", {}).get(mode, ())]
-        return out
+            out += [t for t, _ in self._events[mode]]
+        return out + self._curricula
 
     # ------------------------------------------------------------------ device side
     def bind(
@@ -445,10 +456,11 @@ class CompiledTerms:
         )
 
     def reset(self, mask: wp.array, seed: int = 0, counter: wp.array | None = None) -> None:
-        """The step's end for every world (one launch; none without state, events or
-        commands): in the worlds in `mask`, zero the per-world term state, observation
-        histories and `zero_on_reset` arrays and run the reset events; in the others, the
-        interval events whose time ran out; then the commands (see `codegen.reset_kernel`).
+        """The step's end for every world (one launch; none without state, events, commands or
+        curricula): in the worlds in `mask`, run the curricula, zero the per-world term state,
+        observation histories and `zero_on_reset` arrays and run the reset events; in the
+        others, the interval events whose time ran out; then the commands (see
+        `codegen.reset_kernel`).
         `seed`, `counter` (int32 [1]): the env's RNG seed and step counter."""
         if self._reset is None:
             return

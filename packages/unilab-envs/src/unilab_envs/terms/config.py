@@ -1,9 +1,9 @@
-"""Term configs: a task's observations, rewards, terminations, commands and events as data the
-user owns.
+"""Term configs: a task's observations, rewards, terminations, commands, events and curricula
+as data the user owns.
 
 The names and meanings follow MJLab 1.6.0's managers (`ObservationTermCfg`,
 `ObservationGroupCfg`, `RewardTermCfg`, `TerminationTermCfg`, `CommandTermCfg`,
-`EventTermCfg`, `SceneEntityCfg`): a term is a
+`EventTermCfg`, `CurriculumTermCfg`, `SceneEntityCfg`): a term is a
 function plus its parameters; the env compiles a task's terms into its step (`terms.compile`).
 """
 
@@ -20,6 +20,7 @@ import attrs
 __all__ = [
     "Bodies",
     "CommandTerm",
+    "CurriculumTerm",
     "EventTerm",
     "GaussianNoise",
     "Joints",
@@ -298,6 +299,17 @@ class EventTerm:
                 "an event term takes interval_range_s exactly when its mode is 'interval' "
                 f"(mode {self.mode!r}, interval_range_s {self.interval_range_s!r})"
             )
+
+
+@attrs.frozen(kw_only=True)
+class CurriculumTerm:
+    """One curriculum term (MJLab's `CurriculumTermCfg`): `func(w, rng, s, [p]) -> rng` runs
+    at each reset of world w, before the reset events (MJLab computes its curricula first in
+    `_reset_idx`), e.g. moving the world's terrain level and origin; it returns `rng` after
+    its draws."""
+
+    func: TermFunction = attrs.field(converter=_func)
+    params: Mapping[str, Any] = attrs.field(factory=dict, converter=dict)
 
 
 def closest(name: str, known: Sequence[str], what: str) -> KeyError:

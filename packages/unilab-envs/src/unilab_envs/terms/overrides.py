@@ -28,6 +28,7 @@ from unilab_envs.terms.config import (
     EVENT_MODES,
     Bodies,
     CommandTerm,
+    CurriculumTerm,
     EventTerm,
     GaussianNoise,
     Joints,
@@ -56,6 +57,7 @@ KINDS: dict[str, tuple[type, tuple[str, ...]]] = {
     "terminations": (TerminationTerm, ("func", "params", "time_out")),
     "commands": (CommandTerm, ("func", "params", "resampling_time_range")),
     "events": (EventTerm, ("func", "params", "mode", "interval_range_s")),
+    "curricula": (CurriculumTerm, ("func", "params")),
 }
 # plain-data selectors: {"joints": ...} is Joints(...), {"ref": "air_time"} Ref("air_time")
 _SELECTORS = {"joints": Joints, "bodies": Bodies, "sites": Sites, "sensors": Sensors}

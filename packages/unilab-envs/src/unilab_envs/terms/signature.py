@@ -28,6 +28,11 @@ SIGNATURES: dict[str, tuple[tuple[Any, ...], Any, str]] = {
         wp.uint32,
         "(w: int, rng: wp.uint32, s: EnvState[, p]) -> wp.uint32",
     ),
+    "curriculum": (
+        (int, wp.uint32, EnvState),
+        wp.uint32,
+        "(w: int, rng: wp.uint32, s: EnvState[, p]) -> wp.uint32",
+    ),
 }
 _INT = (int, wp.int32)
 _FLOAT = (float, wp.float32)
