@@ -157,6 +157,12 @@ def test_the_mjlab_task_takes_command_and_event_overrides():
     assert twist.resampling_time_range == (3.0, 5.0)
     ((push, cfg),) = changed.terms._events["interval"]
     assert cfg.interval_range_s == (1.0, 2.0) and push.params["lin_vel"] == [1, 1, 0]
+    # the deployment metadata follows the command term's parameters
+    narrow = make_task(
+        "go1-velocity-flat", commands={"twist": {"params": {"lin_vel_y": [-0.5, 0.5]}}}
+    )
+    assert narrow.deployment_info()["command_ranges"]["lin_vel_y"] == [-0.5, 0.5]
+    assert own.deployment_info()["command_ranges"]["lin_vel_y"] == [-1.0, 1.0]
     # a removed event is absent from the generated kernel
     no_push = make_task("go1-velocity-flat", events={"push_robot": None})
     assert no_push.terms._reset is not own.terms._reset
@@ -218,3 +224,30 @@ def test_the_rough_task_has_the_terrain_levels_curriculum_term():
     assert fixed.levels is not None  # the levels stay, at their initial rows
     with pytest.raises(KeyError, match="did you mean 'terrain_levels'"):
         make_task("go1-velocity-rough", curricula={"terrain_level": None})
+
+
+def test_the_mjlab_task_state_keeps_the_names_of_its_checkpoints():
+    # a checkpoint from before the command and events were terms still loads: their state
+    # keeps its names, shapes and dtypes (`mjlab_velocity.STATE_NAMES`)
+    import unilab_envs
+    from unilab_envs.testing import mjlab_robot
+
+    mjlab_robot("go1")
+    env = unilab_envs.make("go1-velocity-flat", num_envs=2, device="cpu", seed=0)
+    env.reset()
+    arrays = env.state_dict()["arrays"]
+    task = {k: (tuple(v.shape), str(v.dtype)) for k, v in arrays.items() if k.startswith("task.")}
+    f32, i32 = "torch.float32", "torch.int32"
+    assert task == {
+        "task.air_time": ((2, 4), f32),
+        "task.command": ((2, 3), f32),
+        "task.command_flags": ((2,), i32),
+        "task.command_time_left": ((2,), f32),
+        "task.contact_time": ((2, 4), f32),
+        "task.encoder_bias": ((2, 12), f32),
+        "task.env_step": ((1,), i32),
+        "task.foot_height": ((2, 4), f32),
+        "task.heading_target": ((2,), f32),
+        "task.peak_height": ((2, 4), f32),
+        "task.push_time_left": ((2,), f32),
+    }

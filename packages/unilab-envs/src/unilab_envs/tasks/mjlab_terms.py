@@ -177,9 +177,9 @@ def commands(c: Any) -> dict[str, CommandTerm]:
     """MJLab's `twist` (UniformVelocityCommand), its lin_vel_x / ang_vel_z ranges by the
     `command_stages` of MJLab's commands_vel curriculum."""
     params = {
-        "lin_vel_x": np.asarray([x for _, x, _ in c.command_stages], np.float32),
-        "ang_vel_z": np.asarray([z for _, _, z in c.command_stages], np.float32),
-        "stage_step": np.asarray([step for step, _, _ in c.command_stages], np.int32),
+        "lin_vel_x": [x for _, x, _ in c.command_stages],
+        "ang_vel_z": [z for _, _, z in c.command_stages],
+        "stage_step": [step for step, _, _ in c.command_stages],
         "env_step": Ref("env_step"),
         "lin_vel_y": c.lin_vel_y,
         "heading": c.heading_range,

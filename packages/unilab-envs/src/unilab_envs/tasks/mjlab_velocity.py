@@ -619,8 +619,8 @@ class MjlabVelocityTask(Task):
         """`Task.deployment_info()`: MJLab's JointPositionAction (target = default pose +
         scale * action; the encoder bias is the simulated sensor's error, not part of it), the
         PD gains of the compiled model's actuators, the observation terms in MJLab's order and
-        the twist command's ranges (first and last `command_stages`)."""
-        r, c = self.robot, self.config
+        the twist command's ranges (its first and last stages), as the command term has them."""
+        r = self.robot
         layout = self.terms.layout  # the observation terms in the order they are written
         policy, critic = ([(t, size) for t, size, _ in layout[g]] for g in ("policy", "critic"))
         info = {
@@ -629,16 +629,22 @@ class MjlabVelocityTask(Task):
         }
         self.terms.annotate(info["observations"])  # scales (height_scan's), histories
 
-        def ranges(stage: tuple) -> dict[str, list[float]]:
-            _, x, z = stage
-            return dict(zip(COMMAND_NAMES, (list(x), list(c.lin_vel_y), list(z)), strict=True))
-
         info["command_names"] = list(COMMAND_NAMES)
-        info["command_ranges"] = ranges(c.command_stages[-1])
-        if len(c.command_stages) > 1:
-            info["command_ranges_initial"] = ranges(c.command_stages[0])
-        if c.heading_command:
-            info["heading_range"] = list(c.heading_range)
+        if self.terms.functions.get("commands.twist") != "uniform_velocity_command":
+            return info  # a command of the user's: its ranges are its own
+        p = self.terms.term_params("commands.twist")
+        xs, zs = (np.asarray(p[k], np.float64).reshape(-1, 2) for k in ("lin_vel_x", "ang_vel_z"))
+        stages = min(len(xs), len(zs), len(np.atleast_1d(p["stage_step"])))
+
+        def ranges(i: int) -> dict[str, list[float]]:
+            values = (xs[i].tolist(), [float(v) for v in p["lin_vel_y"]], zs[i].tolist())
+            return dict(zip(COMMAND_NAMES, values, strict=True))
+
+        info["command_ranges"] = ranges(stages - 1)
+        if stages > 1:
+            info["command_ranges_initial"] = ranges(0)
+        if int(p["heading_command"]):
+            info["heading_range"] = [float(v) for v in p["heading"]]
         return info
 
     # ------------------------------------------------------------------ symmetry

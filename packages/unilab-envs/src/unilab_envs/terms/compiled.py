@@ -498,6 +498,14 @@ class CompiledTerms:
         [N, size]."""
         return dict(self._state_arrays)
 
+    def term_params(self, label: str) -> dict[str, Any]:
+        """The parameters of the term at `label` ("<kind>.<term>", observations
+        "observations.<group>.<term>") as configured, its defaults included (host values)."""
+        terms = {t.label: t for t in self._all()}
+        if label not in terms:
+            raise closest(label, terms, "term")
+        return dict(terms[label].params)
+
     def observation_mirrors(self, ctx: MirrorContext) -> dict[str, SignedMap]:
         """Per group, the left/right map of its columns (`unilab_envs.terms.mirror`): each
         term's declared rule over its values, every history frame alike. ValueError naming
