@@ -50,6 +50,25 @@ def test_term_overrides_are_plain_data_in_env_kwargs():
     assert same == cfg  # env.rewards is env.kwargs.rewards
 
 
+def test_command_and_event_overrides_are_plain_data_and_reach_the_task():
+    from unilab_envs.testing import mjlab_robot
+
+    mjlab_robot("go1")
+    sets = [
+        "env.commands.twist.resampling_time_range=[3,8]",
+        "env.events.push_robot.interval_range_s=[1,2]",
+        "env.events.base_com=null",
+    ]
+    cfg = apply_overrides(make_config("go1-velocity-flat", "ppo"), sets)
+    assert cfg.env.kwargs["commands"] == {"twist": {"resampling_time_range": [3, 8]}}
+    assert cfg.env.kwargs["events"] == {
+        "push_robot": {"interval_range_s": [1, 2]},
+        "base_com": None,
+    }
+    assert TrainConfig.from_dict(json.loads(json.dumps(cfg.to_dict()))) == cfg
+    check_env_options("go1-velocity-flat", cfg.env.kwargs, ())
+
+
 def test_a_config_holds_term_overrides_only_as_plain_data():
     from unilab_envs import mdp, terms
 
@@ -97,6 +116,13 @@ def user_terms(monkeypatch):
         (
             f'env.rewards.x={{"func": "{MODULE}:tilted", "weight": 1}}',
             r"env.rewards.x: reward term tilted has the signature \(int, EnvState\) -> vec3f",
+        ),
+        ("env.events.push_robt=null", "did you mean 'push_robot'"),
+        ("env.curricula.terrain_levels=null", r"term to remove \(curricula\) 'terrain_levels'"),
+        ("env.commands.twist.resampling_time_range=[8,3]", r"takes \[low, high\] \(s\)"),
+        (
+            f'env.events.x={{"func": "{MODULE}:tilted", "mode": "reset"}}',
+            r"env.events.x: event term tilted has the signature \(int, EnvState\) -> vec3f",
         ),
     ],
 )

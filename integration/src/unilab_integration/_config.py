@@ -57,7 +57,7 @@ DEFAULT_LOGGERS = ("console", "jsonl", "tensorboard")
 WANDB_MODES = ("online", "offline", "disabled")
 
 
-TERM_KINDS = ("observations", "rewards", "terminations")
+TERM_KINDS = ("observations", "rewards", "terminations", "commands", "events", "curricula")
 
 
 def _plain_terms(instance: Any, attribute: attrs.Attribute, value: Any) -> None:
@@ -91,10 +91,12 @@ class EnvConfig:
     refused). None (the default, and a task without defaults): not given, which training
     refuses, asking for `--num-envs` and `--env-scope`. `kwargs` go to
     `unilab_envs.make(task, **kwargs)`; among them a task composed of terms takes
-    `observations`, `rewards` and `terminations` overrides as plain data
-    (`unilab_envs.terms.overrides`: {"upright": {"weight": 2.0}, "foot_slip": None, ...}), which
-    the keys `env.rewards.<term>.<field>`, `env.observations.<group>.<term>.<field>` and
-    `env.terminations.<term>.<field>` set (`OVERRIDE_ROUTES`).
+    `observations`, `rewards`, `terminations` (and, MJLab's tasks, `commands`, `events` and
+    `curricula`) overrides as plain data (`unilab_envs.terms.overrides`: {"upright": {"weight": 2.0},
+    "foot_slip": None, ...}), which the keys `env.rewards.<term>.<field>`,
+    `env.observations.<group>.<term>.<field>`, `env.terminations.<term>.<field>`,
+    `env.commands.<term>.<field>`, `env.events.<term>.<field>` and
+    `env.curricula.<term>.<field>` set (`OVERRIDE_ROUTES`).
     """
 
     OVERRIDE_ROUTES: ClassVar[dict[str, str]] = dict.fromkeys(TERM_KINDS, "kwargs")

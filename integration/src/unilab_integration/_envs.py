@@ -142,7 +142,8 @@ def term_functions(kwargs: dict[str, Any]) -> dict[str, str]:
                 found[f"{path}.{name}.func"] = func
 
     visit(kwargs.get("rewards"), "env.rewards")
-    visit(kwargs.get("terminations"), "env.terminations")
+    for kind in ("terminations", "commands", "events", "curricula"):
+        visit(kwargs.get(kind), f"env.{kind}")
     groups = kwargs.get("observations")
     for group, terms in groups.items() if isinstance(groups, dict) else ():
         visit(terms, f"env.observations.{group}")

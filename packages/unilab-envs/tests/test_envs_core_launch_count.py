@@ -22,7 +22,8 @@ from unilab_envs.testing import count_step_launches, mjlab_robot
 # MuJoCo Warp's), MuJoCo Warp's, warp memsets and copies, torch operators.
 STEP_CEILINGS = {
     "go1-velocity-flat": {"unilab": 14, "mujoco_warp": 564, "memory_ops": 103, "torch_ops": 25},
-    "go1-velocity-rough": {"unilab": 25, "mujoco_warp": 603, "memory_ops": 123, "torch_ops": 25},
+    # rough: the terrain-levels curriculum runs in the terms' reset kernel (one launch fewer)
+    "go1-velocity-rough": {"unilab": 24, "mujoco_warp": 603, "memory_ops": 123, "torch_ops": 25},
     # as with their hand-written kernels (one evaluate and one observe kernel, as now the terms')
     "quadruped-velocity": {"unilab": 13, "mujoco_warp": 408, "memory_ops": 76, "torch_ops": 25},
     "humanoid-velocity": {"unilab": 13, "mujoco_warp": 408, "memory_ops": 76, "torch_ops": 25},

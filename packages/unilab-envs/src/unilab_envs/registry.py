@@ -31,7 +31,7 @@ __all__ = [
 TaskFactory = Callable[..., "Task"]
 _REGISTERED: dict[str, TaskFactory] = {}
 
-TERM_OVERRIDES = ("observations", "rewards", "terminations")
+TERM_OVERRIDES = ("observations", "rewards", "terminations", "commands", "events", "curricula")
 """The overrides that change a task's terms (`unilab_envs.terms.overrides`): only the tasks
 composed of terms take them, those whose factory names them as parameters."""
 
@@ -39,7 +39,8 @@ composed of terms take them, those whose factory names them as parameters."""
 def register_task(name: str, factory: TaskFactory, *, overwrite: bool = False) -> None:
     """Register `factory(**overrides) -> Task` under `name` (ValueError if taken). A task
     composed of terms takes term overrides when its factory names the parameters
-    `observations`, `rewards`, `terminations` (`TERM_OVERRIDES`)."""
+    `observations`, `rewards`, `terminations` (and, where it has them, `commands`, `events`,
+    `curricula`; `TERM_OVERRIDES`)."""
     if not callable(factory):
         raise TypeError(f"factory for {name!r} is not callable: {factory!r}")
     if not overwrite and (name in _REGISTERED or name in BUILTIN_TASKS):
@@ -62,7 +63,7 @@ def _factory(name: str) -> TaskFactory:
 
 
 def _takes_terms(factory: TaskFactory) -> bool:
-    return set(TERM_OVERRIDES) <= set(inspect.signature(factory).parameters)
+    return set(TERM_OVERRIDES[:3]) <= set(inspect.signature(factory).parameters)
 
 
 def term_tasks() -> list[str]:
@@ -79,6 +80,10 @@ def make_task(name: str, **overrides: Any) -> Task:
             f"task {name!r} is not composed of terms: it takes no {given[0]} overrides (the "
             f"tasks that do: {', '.join(term_tasks())})"
         )
+    kinds = set(inspect.signature(factory).parameters)
+    for kind in given:
+        if kind not in kinds:
+            raise ValueError(f"task {name!r} has no {kind} terms: it takes no {kind} overrides")
     params = inspect.signature(factory).parameters.values()
     if not any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params):
         known = {p.name for p in params}

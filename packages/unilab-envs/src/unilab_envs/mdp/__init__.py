@@ -1,17 +1,33 @@
 """The library of terms (MJLab 1.6.0's names): `warp.func`s over `unilab_envs.terms.EnvState`
-for observations, rewards and terminations. `get(name)` finds one by name; `LIBRARY` lists
-them as {name: (kind, function)}.
+for observations, rewards, terminations, commands, events and curricula. `get(name)` finds one
+by name; `LIBRARY` lists them as {name: (kind, function)}.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from unilab_envs.mdp import commands as _cmd
+from unilab_envs.mdp import events as _ev
 from unilab_envs.mdp import observations as _obs
 from unilab_envs.mdp import rewards as _rew
 from unilab_envs.mdp import terminations as _term
 from unilab_envs.mdp import terrain as _ter
 from unilab_envs.mdp import velocity as _vel
+from unilab_envs.mdp.commands import UniformVelocityCommandParams as UniformVelocityCommandParams
+from unilab_envs.mdp.commands import uniform_velocity_command as uniform_velocity_command
+from unilab_envs.mdp.events import ComOffsetParams as ComOffsetParams
+from unilab_envs.mdp.events import EncoderBiasParams as EncoderBiasParams
+from unilab_envs.mdp.events import GeomFrictionParams as GeomFrictionParams
+from unilab_envs.mdp.events import JointOffsetParams as JointOffsetParams
+from unilab_envs.mdp.events import PushParams as PushParams
+from unilab_envs.mdp.events import RootStateParams as RootStateParams
+from unilab_envs.mdp.events import body_com_offset as body_com_offset
+from unilab_envs.mdp.events import encoder_bias as encoder_bias
+from unilab_envs.mdp.events import geom_friction as geom_friction
+from unilab_envs.mdp.events import push_by_setting_velocity as push_by_setting_velocity
+from unilab_envs.mdp.events import reset_joints_by_offset as reset_joints_by_offset
+from unilab_envs.mdp.events import reset_root_state_uniform as reset_root_state_uniform
 from unilab_envs.mdp.observations import ContactFlagParams as ContactFlagParams
 from unilab_envs.mdp.observations import JointPosParams as JointPosParams
 from unilab_envs.mdp.observations import SensorParams as SensorParams
@@ -82,6 +98,9 @@ from unilab_envs.mdp.velocity import self_collision_cost as self_collision_cost
 from unilab_envs.mdp.velocity import soft_landing as soft_landing
 from unilab_envs.mdp.velocity import variable_posture as variable_posture
 from unilab_envs.terms.config import closest
+from unilab_envs.terrain import levels as _lev
+from unilab_envs.terrain.levels import TerrainLevelsParams as TerrainLevelsParams
+from unilab_envs.terrain.levels import terrain_levels_vel as terrain_levels_vel
 
 _NAMES = {
     "observation": (
@@ -107,6 +126,12 @@ _NAMES = {
                  "body_ground_contact")),
         (_ter, ("illegal_contact", "out_of_terrain_bounds")),
     ),
+    "command": ((_cmd, ("uniform_velocity_command",)),),
+    "curriculum": ((_lev, ("terrain_levels_vel",)),),
+    "event": (
+        (_ev, ("reset_root_state_uniform", "reset_joints_by_offset", "push_by_setting_velocity",
+               "geom_friction", "body_com_offset", "encoder_bias")),
+    ),
 }  # fmt: skip
 LIBRARY: dict[str, tuple[str, Any]] = {
     name: (kind, getattr(module, name))
@@ -128,21 +153,29 @@ __all__ = [
     "AirTimeParams",
     "BodyParams",
     "BoundsParams",
+    "ComOffsetParams",
     "ContactFlagParams",
     "ContactParams",
+    "EncoderBiasParams",
     "FootParams",
     "ForceHistoryParams",
+    "GeomFrictionParams",
+    "JointOffsetParams",
     "JointPosParams",
     "JointWeightParams",
     "LimitAngleParams",
     "MinimumHeightParams",
     "PostureParams",
+    "PushParams",
+    "RootStateParams",
     "ScanParams",
     "SensorParams",
     "StdParams",
+    "TerrainLevelsParams",
     "TerrainUprightParams",
     "TimeParams",
     "TouchParams",
+    "UniformVelocityCommandParams",
     "UprightParams",
     "VectorSensorParams",
     *LIBRARY,

@@ -1,7 +1,7 @@
 """MJLab 1.6.0's velocity MDP as term dicts over `unilab_envs.mdp` (velocity_env_cfg.py and
-config/{go1,g1}/env_cfgs.py): the observation groups, rewards and terminations of
-`{go1,g1}-velocity-{flat,rough}`, from a `MjlabVelocityConfig` and the indices of its
-compiled model.
+config/{go1,g1}/env_cfgs.py): the observation groups, rewards, terminations, commands and
+events of `{go1,g1}-velocity-{flat,rough}`, from a `MjlabVelocityConfig` and the indices of
+its compiled model.
 """
 
 from __future__ import annotations
@@ -16,6 +16,9 @@ from unilab_envs.mdp import terrain as ter
 from unilab_envs.mdp import velocity as vel
 from unilab_envs.terms import (
     Bodies,
+    CommandTerm,
+    CurriculumTerm,
+    EventTerm,
     ObservationGroup,
     ObservationTerm,
     Ref,
@@ -26,9 +29,13 @@ from unilab_envs.terms import (
 )
 from unilab_envs.terms.overrides import merge_groups, merge_terms
 
-# Arrays of the task that the terms read and write, by `Ref` name (rough: also "touch_force",
-# "scan_pnt", "scan_vec", "scan_dist", "scan_heights").
+# Arrays of the task that the terms read and write, by `Ref` name (also "touch_force",
+# "env_step", "terrain_origin", "geom_friction", "body_ipos"; rough: "scan_pnt", "scan_vec",
+# "scan_dist", "scan_heights", and the `TerrainLevels` arrays "terrain_levels",
+# "terrain_outcomes", "terrain_table", "terrain_types").
 TASK_ARRAYS = ("air_time", "contact_time", "foot_height", "peak_height", "self_collision_force")
+# The contact sensors' state a reset zeroes (MJLab's ContactSensor.reset).
+SENSOR_STATE = ("air_time", "contact_time", "self_collision_force", "touch_force")
 
 
 def _noise(value: float) -> UniformNoise | None:
@@ -166,6 +173,87 @@ def terminations(c: Any, bounds: tuple[float, float] | None) -> dict[str, Termin
     return out
 
 
+def commands(c: Any) -> dict[str, CommandTerm]:
+    """MJLab's `twist` (UniformVelocityCommand), its lin_vel_x / ang_vel_z ranges by the
+    `command_stages` of MJLab's commands_vel curriculum."""
+    params = {
+        "lin_vel_x": [x for _, x, _ in c.command_stages],
+        "ang_vel_z": [z for _, _, z in c.command_stages],
+        "stage_step": [step for step, _, _ in c.command_stages],
+        "env_step": Ref("env_step"),
+        "lin_vel_y": c.lin_vel_y,
+        "heading": c.heading_range,
+        "heading_command": int(c.heading_command),
+        "heading_control_stiffness": c.heading_control_stiffness,
+        "rel_standing_envs": c.rel_standing_envs,
+        "rel_heading_envs": c.rel_heading_envs,
+        "rel_forward_envs": c.rel_forward_envs,
+        "forward_min": c.forward_min,
+    }
+    twist = CommandTerm(
+        func=mdp.uniform_velocity_command,
+        params=params,
+        resampling_time_range=c.resampling_time_range,
+    )
+    return {"twist": twist}
+
+
+def events(c: Any, init_height: float, host: Mapping[str, Any]) -> dict[str, EventTerm]:
+    """MJLab's events in its order: reset_base, reset_robot_joints, push_robot, then the
+    startup draws foot_friction, base_com, encoder_bias (`host`: the model indices)."""
+    lo = tuple(a for a, _ in c.foot_friction)
+    hi = tuple(b for _, b in c.foot_friction)
+    return {
+        "reset_base": EventTerm(
+            func=mdp.reset_root_state_uniform, mode="reset",
+            params={
+                "pose_x": c.reset_pose_x, "pose_y": c.reset_pose_y, "pose_z": c.reset_pose_z,
+                "pose_yaw": c.reset_pose_yaw, "height": init_height,
+                "origin": Ref("terrain_origin"),
+            },
+        ),
+        "reset_robot_joints": EventTerm(func=mdp.reset_joints_by_offset, mode="reset"),
+        "push_robot": EventTerm(
+            func=mdp.push_by_setting_velocity, mode="interval",
+            interval_range_s=c.push_interval_s,
+            params={"lin_vel": c.push_lin_vel, "ang_vel": c.push_ang_vel},
+        ),
+        "foot_friction": EventTerm(
+            func=mdp.geom_friction, mode="startup",
+            params={
+                "geoms": host["friction_geom"], "low": lo, "high": hi,
+                "log_uniform": tuple(int(x) for x in c.foot_friction_log_uniform),
+                "axes": tuple(int(x) for x in c.foot_friction_axes),
+                "geom_friction": Ref("geom_friction"),
+            },
+        ),
+        "base_com": EventTerm(
+            func=mdp.body_com_offset, mode="startup",
+            params={
+                "body": Bodies(c.com_body), "low": tuple(a for a, _ in c.com_offset),
+                "high": tuple(b for _, b in c.com_offset), "body_ipos": Ref("body_ipos"),
+            },
+        ),
+        "encoder_bias": EventTerm(
+            func=mdp.encoder_bias, mode="startup",
+            params={"low": c.encoder_bias[0], "high": c.encoder_bias[1]},
+        ),
+    }  # fmt: skip
+
+
+def curricula(levels: Any) -> dict[str, CurriculumTerm]:
+    """Rough: MJLab's `terrain_levels` (terrain_levels_vel) over the task's `TerrainLevels`
+    (`levels`; None on flat: no curriculum term)."""
+    if levels is None:
+        return {}
+    params = {
+        name: Ref(f"terrain_{name}") for name in ("levels", "origin", "outcomes", "table", "types")
+    }
+    params |= {"env_step": Ref("env_step"), "half_tile": levels.half_tile}
+    params["half_episode_s"] = 0.5 * levels.episode_length_s
+    return {"terrain_levels": CurriculumTerm(func=mdp.terrain_levels_vel, params=params)}
+
+
 def feet_params(c: Any, host: Mapping[str, np.ndarray]) -> dict[str, Any]:
     """The feet of `FootParams` from the task's model indices (`host`)."""
     return {
@@ -189,14 +277,21 @@ def task_terms(
     c: Any,
     num_feet: int,
     feet: Mapping[str, Any],
-    normal_idx: Any = None,
+    host: Mapping[str, Any],
+    init_height: float,
     bounds: tuple[float, float] | None = None,
+    levels: Any = None,
 ) -> dict[str, Any]:
-    """The task's observation groups, rewards and terminations with the config's overrides
-    (`rewards`, `observations`, `terminations`: term objects or plain data,
-    `unilab_envs.terms.overrides`) applied: the keyword arguments of `CompiledTerms`."""
+    """The task's observation groups, rewards, terminations, commands, events and curricula
+    with the config's overrides (`rewards`, `observations`, `terminations`, `commands`,
+    `events`, `curricula`: term objects or plain data, `unilab_envs.terms.overrides`)
+    applied: the keyword arguments of `CompiledTerms`."""
+    normal_idx = host.get("normal_idx")
     return {
         "observations": merge_groups(observations(c, num_feet, feet), c.observations),
         "rewards": merge_terms("rewards", rewards(c, feet, normal_idx), c.rewards),
         "terminations": merge_terms("terminations", terminations(c, bounds), c.terminations),
+        "commands": merge_terms("commands", commands(c), c.commands),
+        "events": merge_terms("events", events(c, init_height, host), c.events),
+        "curricula": merge_terms("curricula", curricula(levels), c.curricula),
     }

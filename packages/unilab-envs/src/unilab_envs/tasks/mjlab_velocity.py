@@ -7,9 +7,9 @@ terms in the same order, the same command, rewards (weight x value x step_dt), t
 events and curricula; one task class, the robots and terrains differ only in
 `MjlabVelocityConfig` (rough: `terrain` set, with MJLab's terrain grid, height scans, terrain
 levels and out-of-bounds time-out). The term-by-term table, with every difference and its
-reason, is docs/envs-mjlab.md; the observation, reward and termination terms are in
-`tasks/mjlab_terms.py`, the action, contact, command, reset and startup kernels in
-`tasks/_mjlab_kernels.py`.
+reason, is docs/envs-mjlab.md; the observation, reward, termination, command and event terms
+(and rough's terrain-levels curriculum) are in `tasks/mjlab_terms.py`, the action and
+contact-sensor kernels in `tasks/_mjlab_kernels.py`.
 
 Action: float32 [N, J] (Go1 12, G1 29 joints), unbounded (`action_bound=None`, as MJLab's):
 joint target = default pose + scale * action - encoder bias.
@@ -73,10 +73,6 @@ __all__ = [
 _TASK_STATE = (
     "encoder_bias",
     "command",
-    "heading_target",
-    "command_time_left",
-    "push_time_left",
-    "command_flags",
     "air_time",
     "contact_time",
     "foot_height",
@@ -84,6 +80,16 @@ _TASK_STATE = (
     "self_collision_force",
     "touch_force",
 )
+# The terms' per-world state under the names these tasks gave it before it was term state:
+# the task's attribute (its name in `state_dict` ("task.<name>") and `load_state`) -> the
+# term state ("<kind>.<term>.<field>", `CompiledTerms.state_arrays`). Term state not listed
+# is saved as "task.terms.<kind>.<term>.<field>".
+STATE_NAMES = {
+    "command_time_left": "commands.twist.time_left",
+    "heading_target": "commands.twist.heading_target",
+    "command_flags": "commands.twist.flags",
+    "push_time_left": "events.push_robot.time_left",
+}
 
 # Model fields MJWarp's `set_const` recomputes per world after the COM draw (MJLab's
 # `RecomputeLevel.set_const` fields; the robots here have no tendons).
@@ -285,10 +291,15 @@ class MjlabVelocityConfig:
     # ---- the user's term overrides (`unilab_envs.terms.overrides`): {name: RewardTerm, a
     # mapping of fields to change or, with a func, a new term (plain data: {"weight": 2.0}),
     # or None (removes it)}; observations {group: {name: ...}} (new terms go at the end of
-    # the group); terminations as rewards.
+    # the group); terminations, commands ("twist"), events ("reset_base",
+    # "reset_robot_joints", "push_robot", "foot_friction", "base_com", "encoder_bias") and
+    # curricula (rough: "terrain_levels") as rewards.
     rewards: Mapping[str, Any] = attrs.field(factory=dict, converter=dict)
     observations: Mapping[str, Mapping[str, Any]] = attrs.field(factory=dict, converter=dict)
     terminations: Mapping[str, Any] = attrs.field(factory=dict, converter=dict)
+    commands: Mapping[str, Any] = attrs.field(factory=dict, converter=dict)
+    events: Mapping[str, Any] = attrs.field(factory=dict, converter=dict)
+    curricula: Mapping[str, Any] = attrs.field(factory=dict, converter=dict)
 
     @property
     def num_scan(self) -> int:
@@ -338,8 +349,9 @@ class MjlabVelocityTask(Task):
         self.terms = CompiledTerms(
             scene,
             **mjlab_terms.task_terms(
-                config, f, feet, self._host.get("normal_idx"), self.terrain_bounds
+                config, f, feet, self._host, robot.init_height, self.terrain_bounds, self.levels
             ),
+            zero_on_reset=mjlab_terms.SENSOR_STATE,
         )
         self.spec = TaskSpec(
             name=name,
@@ -501,10 +513,7 @@ class MjlabVelocityTask(Task):
             "touch_adr": np.asarray(
                 [sensor(f"ground_touch_{g}_force") for g in self._touch_geoms()], i32
             ),
-            "stage_step": np.asarray([s for s, _, _ in c.command_stages], i32),
-            "stage": np.asarray([(*x, *z) for _, x, z in c.command_stages], f32),
         }
-        self._ipos0 = mjm.body_ipos[self._com_body].astype(f32)
         if c.terrain is not None:
             self._scan_body = named_ids(
                 mjm, mujoco.mjtObj.mjOBJ_BODY, [c.terrain_scan_body], "bodies", path
@@ -515,50 +524,20 @@ class MjlabVelocityTask(Task):
             self._host["normal_idx"] = idx.astype(i32)
 
     def params(self) -> K.Params:
-        c, r = self.config, self.robot
+        c = self.config
         p = K.Params()
-        p.nj, p.nfoot, p.qb, p.vb, p.root = (
-            r.num_joints,
-            len(c.foot_contacts),
-            self._qb,
-            self._vb,
-            self._root,
-        )
-        p.step_dt, p.physics_dt = c.step_dt, c.physics_dt
-        p.resample_lo, p.resample_hi = c.resampling_time_range
-        p.rel_standing, p.rel_heading, p.rel_forward = (
-            c.rel_standing_envs,
-            c.rel_heading_envs,
-            c.rel_forward_envs,
-        )
-        p.forward_min, p.heading_stiffness = c.forward_min, c.heading_control_stiffness
-        p.heading_command = int(c.heading_command)
-        p.lin_vel_y, p.heading_range = wp.vec2(*c.lin_vel_y), wp.vec2(*c.heading_range)
-        p.nstage = len(c.command_stages)
-        p.pose_x, p.pose_y = wp.vec2(*c.reset_pose_x), wp.vec2(*c.reset_pose_y)
-        p.pose_z, p.pose_yaw = wp.vec2(*c.reset_pose_z), wp.vec2(*c.reset_pose_yaw)
-        p.init_z = r.init_height
-        p.push_lo, p.push_hi = c.push_interval_s
-        p.push_lin, p.push_ang = wp.vec3(*c.push_lin_vel), wp.vec3(*c.push_ang_vel)
+        p.nfoot, p.physics_dt = len(c.foot_contacts), c.physics_dt
         p.self_force_adr = self._self_force
         return p
 
     def bind(self, ctx: TaskContext) -> None:
         dev, n, f, c = ctx.device, ctx.num_envs, len(self.config.foot_contacts), self.config
         self._a = {
-            k: wp.array(
-                v,
-                dtype=wp.vec4 if k == "stage" else (wp.int32 if v.dtype == np.int32 else float),
-                device=dev,
-            )
+            k: wp.array(v, dtype=wp.int32 if v.dtype == np.int32 else float, device=dev)
             for k, v in self._host.items()
         }
         self._p = self.params()
         self.command = wp.zeros(n, dtype=wp.vec3, device=dev)
-        self.heading_target = wp.zeros(n, dtype=float, device=dev)
-        self.command_flags = wp.zeros(n, dtype=wp.int32, device=dev)
-        self.command_time_left = wp.zeros(n, dtype=float, device=dev)
-        self.push_time_left = wp.zeros(n, dtype=float, device=dev)
         self.air_time = wp.zeros((n, f), dtype=float, device=dev)
         self.contact_time = wp.zeros((n, f), dtype=float, device=dev)
         self.foot_height = wp.zeros((n, f), dtype=float, device=dev)
@@ -575,31 +554,31 @@ class MjlabVelocityTask(Task):
             ctx, self._jids, self.robot.default_pose, c.soft_joint_limit_factor, self._root,
             self.command.view(float), self.encoder_bias,
         )  # fmt: skip
+        self.env_step = wp.zeros(1, dtype=wp.int32, device=dev)
         arrays = {name: getattr(self, name) for name in mjlab_terms.TASK_ARRAYS}
-        arrays["touch_force"] = self.touch_force
+        arrays["touch_force"], arrays["env_step"] = self.touch_force, self.env_step
+        arrays["terrain_origin"] = self._origin
+        if self.levels is not None:
+            for name in ("levels", "outcomes", "table", "types"):
+                arrays[f"terrain_{name}"] = getattr(self.levels, name)
+        arrays["geom_friction"], arrays["body_ipos"] = ctx.model.geom_friction, ctx.model.body_ipos
         if self._scan is not None:
             arrays["scan_pnt"], arrays["scan_vec"], arrays["scan_dist"] = self._scan_arrays[:3]
             arrays["scan_heights"] = self._scan_arrays[3]
         self.terms.bind(state, n, dev, arrays)
-        self.env_step = wp.zeros(1, dtype=wp.int32, device=dev)
-        lo = wp.vec3(*(a for a, _ in c.foot_friction))
-        hi = wp.vec3(*(b for _, b in c.foot_friction))
-        wp.launch(
-            K.startup_draws,
-            dim=n,
-            inputs=[
-                ctx.seed, self._p, self._a["friction_geom"], lo, hi,
-                wp.vec3i(*(int(x) for x in c.foot_friction_log_uniform)),
-                wp.vec3i(*(int(x) for x in c.foot_friction_axes)), self._com_body,
-                wp.vec3(*(a for a, _ in c.com_offset)), wp.vec3(*(b for _, b in c.com_offset)),
-                c.encoder_bias[0], c.encoder_bias[1], wp.vec3(*self._ipos0),
-            ],
-            outputs=[ctx.model.geom_friction, ctx.model.body_ipos, self.encoder_bias],
-            device=dev,
-        )  # fmt: skip
+        term_state = self.terms.state_arrays()
+        for name, key in STATE_NAMES.items():
+            if key in term_state:
+                setattr(self, name, term_state[key])
+        self.terms.startup(ctx.seed)  # foot_friction, base_com, encoder_bias
         # The constants that depend on the COM (inverse weights: the constraint solver's
         # regularization, so contact forces), per world, as MJLab's set_const after base_com.
         mjw.set_const(ctx.model, ctx.data)
+
+    def state_arrays(self) -> dict[str, wp.array]:
+        """The terms' per-world state that is not a task attribute (`STATE_NAMES`)."""
+        named = set(STATE_NAMES.values())
+        return {"terms." + k: v for k, v in self.terms.state_arrays().items() if k not in named}
 
     def _bind_terrain(self, ctx: TaskContext) -> None:
         """The height scans, the terrain levels and the arrays the kernels read on flat."""
@@ -640,8 +619,8 @@ class MjlabVelocityTask(Task):
         """`Task.deployment_info()`: MJLab's JointPositionAction (target = default pose +
         scale * action; the encoder bias is the simulated sensor's error, not part of it), the
         PD gains of the compiled model's actuators, the observation terms in MJLab's order and
-        the twist command's ranges (first and last `command_stages`)."""
-        r, c = self.robot, self.config
+        the twist command's ranges (its first and last stages), as the command term has them."""
+        r = self.robot
         layout = self.terms.layout  # the observation terms in the order they are written
         policy, critic = ([(t, size) for t, size, _ in layout[g]] for g in ("policy", "critic"))
         info = {
@@ -650,16 +629,22 @@ class MjlabVelocityTask(Task):
         }
         self.terms.annotate(info["observations"])  # scales (height_scan's), histories
 
-        def ranges(stage: tuple) -> dict[str, list[float]]:
-            _, x, z = stage
-            return dict(zip(COMMAND_NAMES, (list(x), list(c.lin_vel_y), list(z)), strict=True))
-
         info["command_names"] = list(COMMAND_NAMES)
-        info["command_ranges"] = ranges(c.command_stages[-1])
-        if len(c.command_stages) > 1:
-            info["command_ranges_initial"] = ranges(c.command_stages[0])
-        if c.heading_command:
-            info["heading_range"] = list(c.heading_range)
+        if self.terms.functions.get("commands.twist") != "uniform_velocity_command":
+            return info  # a command of the user's: its ranges are its own
+        p = self.terms.term_params("commands.twist")
+        xs, zs = (np.asarray(p[k], np.float64).reshape(-1, 2) for k in ("lin_vel_x", "ang_vel_z"))
+        stages = min(len(xs), len(zs), len(np.atleast_1d(p["stage_step"])))
+
+        def ranges(i: int) -> dict[str, list[float]]:
+            values = (xs[i].tolist(), [float(v) for v in p["lin_vel_y"]], zs[i].tolist())
+            return dict(zip(COMMAND_NAMES, values, strict=True))
+
+        info["command_ranges"] = ranges(stages - 1)
+        if stages > 1:
+            info["command_ranges_initial"] = ranges(0)
+        if int(p["heading_command"]):
+            info["heading_range"] = [float(v) for v in p["heading"]]
         return info
 
     # ------------------------------------------------------------------ symmetry
@@ -715,8 +700,9 @@ class MjlabVelocityTask(Task):
             targets[name] = getattr(ctx.model, name)
         for name in ("action", "last_action", "episode_length"):
             targets[name] = getattr(ctx, name)
-        for name in _TASK_STATE:
-            targets[name] = getattr(self, name)
+        for name in (*_TASK_STATE, *STATE_NAMES):
+            if hasattr(self, name):
+                targets[name] = getattr(self, name)
         if self.levels is not None:
             targets["terrain_level"] = self.levels.levels
             targets["terrain_origin"] = self.levels.origin
@@ -778,34 +764,19 @@ class MjlabVelocityTask(Task):
         self.terms.observe(ctx.seed, ctx.rng_counter, obs, commit)
 
     def reset_worlds(self, ctx: TaskContext, mask: wp.array) -> None:
-        a, d = self._a, ctx.data
-        if self.levels is not None:  # terrain_levels_vel, before the reset pose is drawn
-            self.levels.move(
-                ctx.seed, ctx.rng_counter, mask, self.env_step, d.xpos, self._root, self.command
-            )
-        wp.launch(
-            K.reset_and_command,
-            dim=ctx.num_envs,
-            inputs=[
-                ctx.seed, ctx.rng_counter, mask, self.env_step, self._p, a["stage_step"],
-                a["stage"], a["qadr"], a["default"], a["soft_lo"], a["soft_hi"], d.xpos, d.xmat,
-                d.cvel, d.subtree_com, self._origin,
-            ],
-            outputs=[
-                d.qpos, d.qvel, self.push_time_left, self.air_time, self.contact_time,
-                self.self_collision_force, self.touch_force, self.command, self.heading_target, self.command_flags, self.command_time_left,
-            ],
-            device=ctx.device,
-        )  # fmt: skip
+        # one launch: rough's terrain_levels curriculum (before the reset pose is drawn), the
+        # reset events, contact-sensor resets, interval pushes and the twist command
+        self.terms.reset(mask, ctx.seed, ctx.rng_counter)
 
 
 TermOverrides = Mapping[str, Any] | None
 
 
-def _terms(observations, rewards, terminations) -> dict[str, Any]:
+def _terms(observations, rewards, terminations, commands, events, curricula) -> dict[str, Any]:
     """The term overrides given to a factory, as `MjlabVelocityConfig` fields (the factories
     name them so that the registry knows these tasks take them)."""
     given = {"observations": observations, "rewards": rewards, "terminations": terminations}
+    given |= {"commands": commands, "events": events, "curricula": curricula}
     return {k: v for k, v in given.items() if v is not None}
 
 
@@ -815,14 +786,18 @@ def make_go1_velocity_flat(
     observations: TermOverrides = None,
     rewards: TermOverrides = None,
     terminations: TermOverrides = None,
+    commands: TermOverrides = None,
+    events: TermOverrides = None,
+    curricula: TermOverrides = None,
     **overrides,
 ) -> MjlabVelocityTask:
     """`go1-velocity-flat`: MJLab's `Mjlab-Velocity-Flat-Unitree-Go1`; `observations`,
-    `rewards`, `terminations` change its terms (see `MjlabVelocityConfig`), `overrides` are
+    `rewards`, `terminations`, `commands`, `events`, `curricula` change its terms (see
+    `MjlabVelocityConfig`), `overrides` are
     `MjlabVelocityConfig` fields. `robot` defaults to `unilab_envs.tasks.robots.go1()`."""
     if robot is None:
         robot = robots.go1()  # RobotFileNotFoundError names the ways to provide go1.xml
-    overrides.update(_terms(observations, rewards, terminations))
+    overrides.update(_terms(observations, rewards, terminations, commands, events, curricula))
     return MjlabVelocityTask(robot, MjlabVelocityConfig(**overrides), "go1-velocity-flat")
 
 
@@ -890,13 +865,16 @@ def make_g1_velocity_flat(
     observations: TermOverrides = None,
     rewards: TermOverrides = None,
     terminations: TermOverrides = None,
+    commands: TermOverrides = None,
+    events: TermOverrides = None,
+    curricula: TermOverrides = None,
     **overrides,
 ) -> MjlabVelocityTask:
     """`g1-velocity-flat`: MJLab's `Mjlab-Velocity-Flat-Unitree-G1`; term overrides and
     `overrides` as `make_go1_velocity_flat`'s. `robot` defaults to `robots.g1()`."""
     if robot is None:
         robot = robots.g1()  # RobotFileNotFoundError names the ways to provide g1.xml
-    overrides.update(_terms(observations, rewards, terminations))
+    overrides.update(_terms(observations, rewards, terminations, commands, events, curricula))
     return MjlabVelocityTask(robot, g1_flat_config(robot, **overrides), "g1-velocity-flat")
 
 
@@ -954,6 +932,9 @@ def make_go1_velocity_rough(
     observations: TermOverrides = None,
     rewards: TermOverrides = None,
     terminations: TermOverrides = None,
+    commands: TermOverrides = None,
+    events: TermOverrides = None,
+    curricula: TermOverrides = None,
     **overrides,
 ) -> MjlabVelocityTask:
     """`go1-velocity-rough`: MJLab's `Mjlab-Velocity-Rough-Unitree-Go1` (terrain grid,
@@ -961,7 +942,7 @@ def make_go1_velocity_rough(
     `make_go1_velocity_flat`'s."""
     if robot is None:
         robot = robots.go1()
-    overrides.update(_terms(observations, rewards, terminations))
+    overrides.update(_terms(observations, rewards, terminations, commands, events, curricula))
     return MjlabVelocityTask(robot, go1_rough_config(**overrides), "go1-velocity-rough")
 
 
@@ -971,11 +952,14 @@ def make_g1_velocity_rough(
     observations: TermOverrides = None,
     rewards: TermOverrides = None,
     terminations: TermOverrides = None,
+    commands: TermOverrides = None,
+    events: TermOverrides = None,
+    curricula: TermOverrides = None,
     **overrides,
 ) -> MjlabVelocityTask:
     """`g1-velocity-rough`: MJLab's `Mjlab-Velocity-Rough-Unitree-G1`; term overrides and
     `overrides` as `make_go1_velocity_flat`'s."""
     if robot is None:
         robot = robots.g1()
-    overrides.update(_terms(observations, rewards, terminations))
+    overrides.update(_terms(observations, rewards, terminations, commands, events, curricula))
     return MjlabVelocityTask(robot, g1_rough_config(robot, **overrides), "g1-velocity-rough")

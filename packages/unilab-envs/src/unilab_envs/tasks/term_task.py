@@ -5,7 +5,8 @@ gives the observation groups, rewards and terminations as term dicts over the li
 (`unilab_envs.mdp`) or the user's own `warp.func`s. Action: float32 [N, J], unbounded, joint
 target = default pose + action_scale * action (MJLab's JointPositionAction). A reset puts the
 base at `robot.init_height` above the origin, upright, at rest, the joints at the default pose,
-and zeroes the terms' per-world state.
+zeroes the terms' per-world state, then runs the reset events; the interval events and the
+commands run in the same launch every step, the startup events once when the env is made.
 """
 
 from __future__ import annotations
@@ -24,7 +25,15 @@ from unilab_envs.tasks._mjlab_kernels import apply_action
 from unilab_envs.tasks.robot_model import joint_position_info, named_ids, robot_spec
 from unilab_envs.tasks.robots import RobotConfig
 from unilab_envs.terms import CompiledTerms, Scene, codegen, robot_state
-from unilab_envs.terms.config import ObservationGroup, RewardTerm, TerminationTerm, closest
+from unilab_envs.terms.config import (
+    CommandTerm,
+    CurriculumTerm,
+    EventTerm,
+    ObservationGroup,
+    RewardTerm,
+    TerminationTerm,
+    closest,
+)
 from unilab_envs.terms.overrides import merge_groups, merge_terms, nest
 
 __all__ = ["TermTask", "TermTaskConfig", "with_overrides"]
@@ -33,7 +42,8 @@ __all__ = ["TermTask", "TermTaskConfig", "with_overrides"]
 @attrs.frozen(kw_only=True)
 class TermTaskConfig:
     """A task as data: timing, the robot's soft joint limits, the command width and the term
-    dicts (MJLab's `ManagerBasedRlEnvCfg` fields of the same names)."""
+    dicts (MJLab's `ManagerBasedRlEnvCfg` fields of the same names; the commands' sizes sum
+    to `command_dim`)."""
 
     decimation: int = 4
     physics_dt: float = 0.005
@@ -44,6 +54,9 @@ class TermTaskConfig:
     observations: Mapping[str, ObservationGroup] = attrs.field(factory=dict, converter=dict)
     rewards: Mapping[str, RewardTerm] = attrs.field(factory=dict, converter=dict)
     terminations: Mapping[str, TerminationTerm] = attrs.field(factory=dict, converter=dict)
+    commands: Mapping[str, CommandTerm] = attrs.field(factory=dict, converter=dict)
+    events: Mapping[str, EventTerm] = attrs.field(factory=dict, converter=dict)
+    curricula: Mapping[str, CurriculumTerm] = attrs.field(factory=dict, converter=dict)
 
     @property
     def max_episode_steps(self) -> int:
@@ -56,7 +69,7 @@ def with_overrides(config: TermTaskConfig, overrides: Mapping[str, Any]) -> Term
     "rewards.lin_vel_z": None (removes the term), "observations.policy.height.scale": 2.0}.
     Unknown kinds, groups, terms or fields raise KeyError naming the closest names, values of
     the wrong type TypeError naming their path."""
-    kinds = ("observations", "rewards", "terminations")
+    kinds = ("observations", "rewards", "terminations", "commands", "events", "curricula")
     tree = nest(overrides)
     for kind in tree:
         if kind not in kinds:
@@ -64,8 +77,9 @@ def with_overrides(config: TermTaskConfig, overrides: Mapping[str, Any]) -> Term
     return attrs.evolve(
         config,
         observations=merge_groups(config.observations, tree.get("observations", {})),
-        rewards=merge_terms("rewards", config.rewards, tree.get("rewards", {})),
-        terminations=merge_terms("terminations", config.terminations, tree.get("terminations", {})),
+        **{
+            kind: merge_terms(kind, getattr(config, kind), tree.get(kind, {})) for kind in kinds[1:]
+        },
     )
 
 
@@ -121,6 +135,9 @@ class TermTask(Task):
             observations=config.observations,
             rewards=config.rewards,
             terminations=config.terminations,
+            commands=config.commands,
+            events=config.events,
+            curricula=config.curricula,
             noise_stream=noise_stream,
         )
         self.spec = TaskSpec(
@@ -166,6 +183,7 @@ class TermTask(Task):
         )  # fmt: skip
         self._qb, self._vb = self.env_state.root_qadr, self.env_state.root_dadr
         self.terms.bind(self.env_state, n, dev, self.term_arrays())
+        self.terms.startup(ctx.seed)
 
     def state_arrays(self) -> dict[str, wp.array]:
         return {"terms." + k: v for k, v in self.terms.state_arrays().items()}
@@ -219,4 +237,4 @@ class TermTask(Task):
             outputs=[ctx.data.qpos, ctx.data.qvel],
             device=ctx.device,
         )
-        self.terms.reset(mask)
+        self.terms.reset(mask, ctx.seed, ctx.rng_counter)

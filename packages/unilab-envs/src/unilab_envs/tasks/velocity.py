@@ -398,7 +398,7 @@ class VelocityTask(TermTask):
             ],
             device=ctx.device,
         )
-        self.terms.reset(mask)
+        self.terms.reset(mask, ctx.seed, ctx.rng_counter)
 
 
 _QUADRUPED_DEFAULTS: dict = {}

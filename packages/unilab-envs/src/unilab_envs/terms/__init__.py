@@ -6,6 +6,9 @@ Term signatures (`s: EnvState`, `p`: an optional `@wp.struct` of the term's para
     observation   (w: int, k: int, s: EnvState[, p]) -> float   value k of the term's size
     reward        (w: int, s: EnvState[, p]) -> float
     termination   (w: int, s: EnvState[, p]) -> bool
+    command       (w: int, col: int, resample: bool, rng: wp.uint32, s: EnvState[, p]) -> None
+    event         (w: int, rng: wp.uint32, s: EnvState[, p]) -> wp.uint32
+    curriculum    (w: int, rng: wp.uint32, s: EnvState[, p]) -> wp.uint32
 
 A term whose size, per-world state or default parameters the env needs declares them with
 `@term(size=..., state=..., defaults=...)` above its `@wp.func`. Parameters resolve by field
@@ -17,6 +20,9 @@ terms is `unilab_envs.mdp`.
 from unilab_envs.terms.compiled import CompiledTerms as CompiledTerms
 from unilab_envs.terms.compiled import Scene as Scene
 from unilab_envs.terms.config import Bodies as Bodies
+from unilab_envs.terms.config import CommandTerm as CommandTerm
+from unilab_envs.terms.config import CurriculumTerm as CurriculumTerm
+from unilab_envs.terms.config import EventTerm as EventTerm
 from unilab_envs.terms.config import GaussianNoise as GaussianNoise
 from unilab_envs.terms.config import Joints as Joints
 from unilab_envs.terms.config import ObservationGroup as ObservationGroup
@@ -34,8 +40,11 @@ from unilab_envs.terms.state import robot_state as robot_state
 
 __all__ = [
     "Bodies",
+    "CommandTerm",
     "CompiledTerms",
+    "CurriculumTerm",
     "EnvState",
+    "EventTerm",
     "GaussianNoise",
     "Joints",
     "ObservationGroup",

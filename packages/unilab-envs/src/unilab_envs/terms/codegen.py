@@ -1,11 +1,12 @@
 """Code generation: a task's term lists unrolled into one warp kernel per hook.
 
 `evaluate` (every reward and termination term), `observe` (every group, one thread per world
-and column; observation history included) and `reset_terms` (the terms' per-world state and
-observation histories) are each one launch, whatever the
-number of terms; a term removed from the config is absent from the generated source. Weights,
-parameters, scales, clips and noise ranges are kernel inputs (arrays and structs), so changing
-one recompiles nothing. The generated source is registered with `linecache`, so warp reads it
+and column; observation history included) and `reset_terms` (the curricula, the terms'
+per-world state and observation histories, the reset and interval events, the commands) are
+each one launch per step, whatever the number of terms (`startup_terms`, the startup events,
+runs once); a term removed from the config is absent from the generated source. Weights,
+parameters, scales, clips, noise ranges and time ranges are kernel inputs (arrays and
+structs), so changing one recompiles nothing. The generated source is registered with `linecache`, so warp reads it
 as it reads a file, and kernels are cached per source and functions.
 """
 
@@ -94,6 +95,7 @@ def _build(name: str, source: str, calls: Sequence[Call], extra: dict[str, Any])
     linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
     scope: dict[str, Any] = {"wp": wp, "EnvState": EnvState, "ObsPost": ObsPost, **extra}
     scope["post_process"], scope["weighted"] = post_process, weighted
+    scope["world_rng"] = world_rng
     for c in calls:
         scope[f"f_{c.arg[2:]}"] = c.func
         if c.params is not None:
@@ -189,17 +191,122 @@ def observe_kernel(
     return _build("observe_terms", _kernel("observe_terms", args, lines), calls, {})
 
 
-def reset_kernel(stateful: Sequence[tuple[Call, Sequence[str]]], histories: int = 0) -> Any:
-    """Kernel(mask [N], p_*..., h_0 ... h_{histories-1}): zeroes the listed state fields and
-    the observation history arrays of the masked worlds."""
+# The reset kernel's draws: curriculum term i draws from STREAM_CURRICULUM + 16 i (121, the
+# stream of `TerrainLevels.move`'s promotion draw); the reset events of a world share one RNG
+# state (stream STREAM_RESET_EVENTS, each event continuing where the one before stopped), then
+# the interval events' first times; interval event i draws its time and its own values from STREAM_INTERVAL
+# + 16 i, command term j its time and values from STREAM_COMMAND + 16 j; the startup events
+# share STREAM_STARTUP (counter 0).
+STREAM_RESET_EVENTS = 110
+STREAM_COMMAND = 111
+STREAM_INTERVAL = 112
+STREAM_STARTUP = 114
+STREAM_CURRICULUM = 121
+
+
+@attrs.frozen
+class StateField:
+    """A term's per-world state field as the reset kernel zeroes it: name, ndim, zero."""
+
+    name: str
+    ndim: int
+    zero: str
+
+
+def reset_kernel(
+    stateful: Sequence[tuple[Call, Sequence[StateField]]],
+    histories: int = 0,
+    zeroed: Sequence[int] = (),
+    events: Sequence[Call] = (),
+    intervals: Sequence[Call] = (),
+    commands: Sequence[tuple[Call, int]] = (),
+    curricula: Sequence[Call] = (),
+) -> Any:
+    """Kernel(seed, counter [1], mask [N], s, p_*..., ranges, i_0..., c_0..., h_0...,
+    z_0...), one thread per world, once per step: in the masked (reset) worlds, runs the
+    `curricula` (each with its own RNG state), then zeroes the
+    listed term state, observation histories and the task's arrays `z_*` (their ndims
+    `zeroed`), runs the reset `events` in order and draws each interval event's first time;
+    in the other worlds, counts the interval events' times `i_*` down and runs an event whose
+    time ran out (drawing its next time); then, in every world, counts each command term's
+    time `c_*` down and calls the term (`resample`: reset or its time ran out, after a new
+    time is drawn). `ranges` holds (low, high) of each interval event, then of each command."""
     calls = [c for c, _ in stateful]
-    args = ["mask: wp.array(dtype=wp.bool)", *_param_args(calls)]
+    for c in [*curricula, *events, *intervals, *(c for c, _ in commands)]:
+        if c not in calls:
+            calls.append(c)
+    args = ["seed: int", "counter: wp.array(dtype=wp.int32)", "mask: wp.array(dtype=wp.bool)"]
+    args += ["s: EnvState", *_param_args(calls), "ranges: wp.array(dtype=float)"]
+    args += [f"i_{i}: wp.array(dtype=float)" for i in range(len(intervals))]
+    args += [f"c_{j}: wp.array(dtype=float)" for j in range(len(commands))]
     args += [f"h_{i}: wp.array2d(dtype=float)" for i in range(histories)]
-    lines = ["w = wp.tid()", "if mask[w]:"]
-    fields = [f"{c.arg}.{f}" for c, names in stateful for f in names]
-    for array in [*fields, *(f"h_{i}" for i in range(histories))]:
-        lines += [f"    for i in range({array}.shape[1]):", f"        {array}[w, i] = 0.0"]
+    args += [
+        f"z_{i}: wp.array{'' if d == 1 else f'{d}d'}(dtype=float)" for i, d in enumerate(zeroed)
+    ]
+    lines = ["w = wp.tid()", "n = counter[0]", "reset = mask[w]", "dt = s.step_dt"]
+    lines += ["rng = wp.uint32(0)", "if reset:", "    dt = 0.0"]
+    for i, c in enumerate(curricula):
+        lines += [f"    rng = world_rng(seed, n, w, {STREAM_CURRICULUM + 16 * i})"]
+        lines += [f"    rng = {c.invoke('w, rng, ')}"]
+    for c, fields in stateful:
+        for f in fields:
+            lines += _zero(f"{c.arg}.{f.name}", f.ndim, f.zero, "    ")
+    for i in range(histories):
+        lines += _zero(f"h_{i}", 2, "0.0", "    ")
+    for i, d in enumerate(zeroed):
+        lines += _zero(f"z_{i}", d, "0.0", "    ")
+    if events or intervals:
+        lines += [f"    rng = world_rng(seed, n, w, {STREAM_RESET_EVENTS})"]
+    for c in events:
+        lines += [f"    rng = {c.invoke('w, rng, ')}"]
+    for i in range(len(intervals)):
+        lines += [f"    i_{i}[w] = wp.randf(rng, ranges[{2 * i}], ranges[{2 * i + 1}])"]
+    if intervals:
+        lines += ["else:"]
+        for i, c in enumerate(intervals):
+            lines += [
+                f"    t_{i} = i_{i}[w] - s.step_dt",
+                f"    if t_{i} < 1.0e-6:",
+                f"        rng = world_rng(seed, n, w, {STREAM_INTERVAL + 16 * i})",
+                f"        t_{i} = wp.randf(rng, ranges[{2 * i}], ranges[{2 * i + 1}])",
+                f"        rng = {c.invoke('w, rng, ')}",
+                f"    i_{i}[w] = t_{i}",
+            ]
+    for j, (c, col) in enumerate(commands):
+        k = 2 * (len(intervals) + j)
+        lines += [
+            f"left_{j} = c_{j}[w] - dt",
+            f"resample_{j} = reset",
+            f"if left_{j} <= 0.0:",
+            f"    resample_{j} = True",
+            f"rng = world_rng(seed, n, w, {STREAM_COMMAND + 16 * j})",
+            f"if resample_{j}:",
+            f"    left_{j} = wp.randf(rng, ranges[{k}], ranges[{k + 1}])",
+            f"c_{j}[w] = left_{j}",
+            f"{c.invoke(f'w, {col}, resample_{j}, rng, ')}",
+        ]
     return _build("reset_terms", _kernel("reset_terms", args, lines), calls, {})
+
+
+def startup_kernel(events: Sequence[Call]) -> Any:
+    """Kernel(seed, s, p_*...), one thread per world: the startup events in order, sharing
+    one RNG state (stream STREAM_STARTUP, counter 0)."""
+    args = ["seed: int", "s: EnvState", *_param_args(events)]
+    lines = ["w = wp.tid()", f"rng = world_rng(seed, 0, w, {STREAM_STARTUP})"]
+    lines += [f"rng = {c.invoke('w, rng, ')}" for c in events]
+    return _build("startup_terms", _kernel("startup_terms", args, lines), events, {})
+
+
+def _zero(array: str, ndim: int, zero: str, indent: str) -> list[str]:
+    if ndim == 1:
+        return [f"{indent}{array}[w] = {zero}"]
+    if ndim == 2:
+        return [f"{indent}for i in range({array}.shape[1]):", f"{indent}    {array}[w, i] = {zero}"]
+    return [
+        f"{indent}for i in range({array}.shape[1]):",
+        f"{indent}    for j in range({array}.shape[2]):",
+        f"{indent}        {array}[w, i, j] = {zero}",
+    ]
 
 
 def _kernel(name: str, args: list[str], lines: list[str]) -> str:

@@ -21,6 +21,9 @@ import warp as wp
 from unilab_envs.terms import codegen
 from unilab_envs.terms.config import (
     Bodies,
+    CommandTerm,
+    CurriculumTerm,
+    EventTerm,
     GaussianNoise,
     Joints,
     ObservationGroup,
@@ -34,7 +37,7 @@ from unilab_envs.terms.config import (
     closest,
 )
 from unilab_envs.terms.mirror import MirrorContext, SignedMap, check_map, term_mirror
-from unilab_envs.terms.signature import check_params, params_struct
+from unilab_envs.terms.signature import check_params, params_struct, state_field
 from unilab_envs.terms.state import EnvState
 
 __all__ = ["CompiledTerms", "Scene"]
@@ -103,12 +106,17 @@ class _Term:
     function: TermFunction
     call: codegen.Call
     params: Mapping[str, Any]
-    state: Mapping[str, int]
+    state: Mapping[str, int | None]
 
 
 class CompiledTerms:
-    """A task's observation groups, rewards and terminations, compiled (see module doc).
-    `noise_stream`: the RNG stream of the first group's observation noise (group g: + 16 g).
+    """A task's observation groups, rewards, terminations, commands, events and curricula,
+    compiled (see module doc). `noise_stream`: the RNG stream of the first group's observation
+    noise (group g: + 16 g). `zero_on_reset`: names of the task's arrays (`bind`'s `arrays`,
+    float, 1 to 3 dimensions, leading N) that a reset zeroes in the same launch (e.g. sensor
+    histories).
+    The commands' columns follow their order (`command_columns`); their widths must sum to
+    the scene's `command_dim`.
 
     Attributes:
         observation_dims: {group: D}; layout: {group: [(term, columns, scale), ...]}
@@ -126,7 +134,11 @@ class CompiledTerms:
         observations: Mapping[str, ObservationGroup],
         rewards: Mapping[str, RewardTerm],
         terminations: Mapping[str, TerminationTerm],
+        commands: Mapping[str, CommandTerm] | None = None,
+        events: Mapping[str, EventTerm] | None = None,
+        curricula: Mapping[str, CurriculumTerm] | None = None,
         noise_stream: int = codegen.STREAM_OBS_NOISE,
+        zero_on_reset: tuple[str, ...] = (),
     ) -> None:
         self.scene = scene
         # per group: (name, group, [(term, config, size of one frame, history length)])
@@ -153,6 +165,36 @@ class CompiledTerms:
             (self._term("termination", f"t{i}", f"terminations.{n}", c.func, c.params), c)
             for i, (n, c) in enumerate(terminations.items())
         ]
+        # commands: (term, config, first column)
+        self._commands: list[tuple[_Term, CommandTerm, int]] = []
+        col = 0
+        for i, (n, cmd) in enumerate((commands or {}).items()):
+            label = f"commands.{n}"
+            t = self._term("command", f"c{i}", label, cmd.func, cmd.params)
+            if cmd.func.size is None:
+                raise ValueError(f"{label}: {t.function.name} declares no size (@term(size=...))")
+            self._commands.append((t, cmd, col))
+            col += scene.count(cmd.func.size, t.params, label)
+        if self._commands and col != scene.command_dim:
+            raise ValueError(
+                f"the commands {list(commands or {})} fill {col} columns; the task's command "
+                f"has {scene.command_dim}"
+            )
+        self.command_columns = {t.label.split(".", 1)[1]: c for t, _, c in self._commands}
+        # events by mode: (term, config)
+        self._events: dict[str, list[tuple[_Term, EventTerm]]] = {
+            "startup": [],
+            "reset": [],
+            "interval": [],
+        }
+        for i, (n, ev) in enumerate((events or {}).items()):
+            t = self._term("event", f"e{i}", f"events.{n}", ev.func, ev.params)
+            self._events[ev.mode].append((t, ev))
+        self._curricula = [
+            self._term("curriculum", f"k{i}", f"curricula.{n}", cur.func, cur.params)
+            for i, (n, cur) in enumerate((curricula or {}).items())
+        ]
+        self._zeroed = tuple(zero_on_reset)
         self.functions = {t.label: t.function.name for t in self._all()}
         self.layout = {
             name: [
@@ -188,12 +230,45 @@ class CompiledTerms:
             for t, _, size, h in entries
             if h > 0
         ]
+        self._reset = self._reset_kernel(())
+        self._startup = None
+        if self._events["startup"]:
+            self._startup = codegen.startup_kernel([t.call for t, _ in self._events["startup"]])
+
+    def _reset_calls(self) -> list[_Term]:
+        """The terms the reset kernel calls or zeroes, in its argument order."""
+        out = [t for t in self._all() if t.state]
+        more = [*self._curricula, *(t for t, _ in self._events["reset"])]
+        more += [t for t, _ in self._events["interval"]]
+        more += [t for t, _, _ in self._commands]
+        return out + [t for t in more if t not in out]
+
+    def _reset_kernel(self, zeroed: Sequence[int]) -> Any:
         stateful = [t for t in self._all() if t.state]
-        self._reset = None
-        if stateful or self._histories:
-            self._reset = codegen.reset_kernel(
-                [(t.call, tuple(t.state)) for t in stateful], len(self._histories)
-            )
+        resets = [t.call for t, _ in self._events["reset"]]
+        intervals = [t.call for t, _ in self._events["interval"]]
+        curricula = [t.call for t in self._curricula]
+        work = (stateful, self._histories, zeroed, resets, intervals, self._commands, curricula)
+        if not any(work):
+            return None
+        return codegen.reset_kernel(
+            [(t.call, self._state_fields(t)) for t in stateful],
+            len(self._histories),
+            zeroed=zeroed,
+            events=resets,
+            intervals=intervals,
+            commands=[(t.call, c) for t, _, c in self._commands],
+            curricula=curricula,
+        )
+
+    @staticmethod
+    def _state_fields(t: _Term) -> tuple[codegen.StateField, ...]:
+        out = []
+        for name in t.state:
+            typ = t.call.params.vars[name].type
+            zero = "wp.int32(0)" if typ.dtype is wp.int32 else "0.0"
+            out.append(codegen.StateField(name, typ.ndim, zero))
+        return tuple(out)
 
     def _term(self, kind: str, tag: str, label: str, func: TermFunction, given) -> _Term:
         struct = params_struct(kind, label, func)
@@ -206,13 +281,20 @@ class CompiledTerms:
                 f"{sorted(set(fields) - set(func.state)) or 'none'})"
             )
         check_params(label, struct, params)
-        state = {f: self.scene.count(s, params, label) for f, s in func.state.items()}
+        state = {
+            f: None if s is None else self.scene.count(s, params, label)
+            for f, s in func.state.items()
+        }
         call = codegen.Call(f"p_{tag}", func.func, struct)
         return _Term(label, func, call, params, state)
 
     def _all(self) -> list[_Term]:
         obs = [t for _, _, entries in self._groups for t, *_ in entries]
-        return [*obs, *self._rewards, *(t for t, _ in self._terminations)]
+        out = [*obs, *self._rewards, *(t for t, _ in self._terminations)]
+        out += [t for t, _, _ in self._commands]
+        for mode in ("reset", "interval", "startup"):
+            out += [t for t, _ in self._events[mode]]
+        return out + self._curricula
 
     # ------------------------------------------------------------------ device side
     def bind(
@@ -234,7 +316,15 @@ class CompiledTerms:
             p = t.call.params()
             for field, var in t.call.params.vars.items():
                 if field in t.state:
-                    arr = wp.zeros((num_envs, t.state[field]), dtype=float, device=device)
+                    shape = (num_envs,) if var.type.ndim == 1 else (num_envs, t.state[field])
+                    if not state_field(var.type) or (var.type.ndim == 2) == (
+                        t.state[field] is None
+                    ):
+                        raise ValueError(
+                            f"{t.label}: the state {field!r} of {t.function.name} needs a size "
+                            "exactly when its field is a 2-d array"
+                        )
+                    arr = wp.zeros(shape, dtype=var.type.dtype, device=device)
                     self._state_arrays[f"{t.label}.{field}"] = arr
                     setattr(p, field, arr)
                     continue
@@ -251,6 +341,26 @@ class CompiledTerms:
             self._history_arrays.append(arr)
         self._weights_wp = wp.array(self._weights, dtype=float, device=device)
         self._posts = [self._post(g, entries) for _, g, entries in self._groups]
+        # the timers of the interval events and commands, and their (low, high) ranges
+        timed = [(t, ev.interval_range_s) for t, ev in self._events["interval"]]
+        timed += [(t, cmd.resampling_time_range) for t, cmd, _ in self._commands]
+        self._timers = []
+        for t, _ in timed:
+            arr = wp.zeros(num_envs, dtype=float, device=device)
+            self._state_arrays[f"{t.label}.time_left"] = arr
+            self._timers.append(arr)
+        ranges = np.asarray([x for _, r in timed for x in r] or [0.0], np.float32)
+        self._ranges = wp.array(ranges, dtype=float, device=device)
+        self._zero_arrays = []
+        for name in self._zeroed:
+            array = self._arrays.get(name)
+            if array is None:
+                raise closest(name, self._arrays, "array to zero on reset")
+            if array.dtype is not wp.float32 or not 1 <= array.ndim <= 3:
+                raise ValueError(f"zero_on_reset {name!r}: a float array of 1 to 3 dimensions")
+            self._zero_arrays.append(array)
+        if self._zeroed:
+            self._reset = self._reset_kernel([a.ndim for a in self._zero_arrays])
 
     def _resolve(self, t: _Term, field: str, typ: Any, value: Any) -> Any:
         label = f"{t.label}.{field}"
@@ -345,21 +455,56 @@ class CompiledTerms:
             device=self._device,
         )
 
-    def reset(self, mask: wp.array) -> None:
-        """Zero the per-world term state and observation histories of the worlds in `mask`
-        (one launch; none without either)."""
+    def reset(self, mask: wp.array, seed: int = 0, counter: wp.array | None = None) -> None:
+        """The step's end for every world (one launch; none without state, events, commands or
+        curricula): in the worlds in `mask`, run the curricula, zero the per-world term state,
+        observation histories and `zero_on_reset` arrays and run the reset events; in the
+        others, the interval events whose time ran out; then the commands (see
+        `codegen.reset_kernel`).
+        `seed`, `counter` (int32 [1]): the env's RNG seed and step counter."""
         if self._reset is None:
             return
-        stateful = [t for t in self._all() if t.state]
-        inputs = [mask, *self._params(stateful), *self._history_arrays]
+        if counter is None:
+            counter = self._zero_counter()
+        terms = self._reset_calls()
+        inputs = [seed, counter, mask, self.state, *self._params(terms), self._ranges]
+        inputs += [*self._timers, *self._history_arrays, *self._zero_arrays]
         wp.launch(self._reset, dim=self._n, inputs=inputs, device=self._device)
+
+    def startup(self, seed: int) -> None:
+        """Run the startup events (one launch; none without any): once, when the env is
+        made, before its first reset."""
+        if self._startup is None:
+            return
+        terms = [t for t, _ in self._events["startup"]]
+        wp.launch(
+            self._startup,
+            dim=self._n,
+            inputs=[seed, self.state, *self._params(terms)],
+            device=self._device,
+        )
+
+    def _zero_counter(self) -> wp.array:
+        if getattr(self, "_counter0", None) is None:
+            self._counter0 = wp.zeros(1, dtype=wp.int32, device=self._device)
+        return self._counter0
 
     # ------------------------------------------------------------------ host side
     def state_arrays(self) -> dict[str, wp.array]:
         """The terms' per-world state, by name "<kind>.<term>.<field>" (e.g.
         "rewards.feet_swing_height.peak"; an observation history:
-        "observations.<group>.<term>.history"), each [N, size]."""
+        "observations.<group>.<term>.history"; the time left of a command or interval
+        event: "commands.<term>.time_left", "events.<term>.time_left"), each [N] or
+        [N, size]."""
         return dict(self._state_arrays)
+
+    def term_params(self, label: str) -> dict[str, Any]:
+        """The parameters of the term at `label` ("<kind>.<term>", observations
+        "observations.<group>.<term>") as configured, its defaults included (host values)."""
+        terms = {t.label: t for t in self._all()}
+        if label not in terms:
+            raise closest(label, terms, "term")
+        return dict(terms[label].params)
 
     def observation_mirrors(self, ctx: MirrorContext) -> dict[str, SignedMap]:
         """Per group, the left/right map of its columns (`unilab_envs.terms.mirror`): each

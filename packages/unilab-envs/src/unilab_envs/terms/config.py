@@ -1,7 +1,9 @@
-"""Term configs: a task's observations, rewards and terminations as data the user owns.
+"""Term configs: a task's observations, rewards, terminations, commands, events and curricula
+as data the user owns.
 
 The names and meanings follow MJLab 1.6.0's managers (`ObservationTermCfg`,
-`ObservationGroupCfg`, `RewardTermCfg`, `TerminationTermCfg`, `SceneEntityCfg`): a term is a
+`ObservationGroupCfg`, `RewardTermCfg`, `TerminationTermCfg`, `CommandTermCfg`,
+`EventTermCfg`, `CurriculumTermCfg`, `SceneEntityCfg`): a term is a
 function plus its parameters; the env compiles a task's terms into its step (`terms.compile`).
 """
 
@@ -17,6 +19,9 @@ import attrs
 
 __all__ = [
     "Bodies",
+    "CommandTerm",
+    "CurriculumTerm",
+    "EventTerm",
     "GaussianNoise",
     "Joints",
     "ObservationGroup",
@@ -40,11 +45,14 @@ class TermFunction:
     Attributes:
         func: the `warp.func` (see `unilab_envs.terms` for the signatures of each kind).
         size: observation terms: values per world, an int or "joints" (J), "actions" (A),
-            "command" (C), or the name of an array parameter whose length it is.
-        state: per-world float state the term keeps across steps, {field: size per world}
-            (size as `size`): the env allocates `[N, size]` zeros into the parameter struct's
-            `wp.array2d(dtype=float)` field of that name, zeroes a world's rows when it is
-            reset, and saves and loads them by name ("<kind>.<term>.<field>").
+            "command" (C), or the name of an array parameter whose length it is; command
+            terms: the columns of the command they write.
+        state: per-world state the term keeps across steps, {field: size per world} (size as
+            `size`; None for a one-dimensional field): the env allocates zeros of the
+            parameter struct's field of that name (`wp.array2d(dtype=float)`: [N, size];
+            `wp.array(dtype=float)` or `wp.array(dtype=wp.int32)`: [N]), zeroes a world's
+            entries when it is reset, and saves and loads them by name
+            ("<kind>.<term>.<field>").
         defaults: parameter values used where the config gives none.
         mirror: observation terms: how the values map under the left/right reflection
             (`unilab_envs.terms.mirror.RULES`: "vector", "axial", "scalar", "joints",
@@ -54,7 +62,7 @@ class TermFunction:
 
     func: Any
     size: int | str | None = None
-    state: Mapping[str, int | str] = attrs.field(factory=dict, converter=dict)
+    state: Mapping[str, int | str | None] = attrs.field(factory=dict, converter=dict)
     defaults: Mapping[str, Any] = attrs.field(factory=dict, converter=dict)
     mirror: str | None = None
 
@@ -66,7 +74,7 @@ class TermFunction:
 def term(
     *,
     size: int | str | None = None,
-    state: Mapping[str, int | str] | None = None,
+    state: Mapping[str, int | str | None] | None = None,
     defaults: Mapping[str, Any] | None = None,
     mirror: str | None = None,
 ) -> Callable[[Any], TermFunction]:
@@ -242,6 +250,66 @@ class TerminationTerm:
     func: TermFunction = attrs.field(converter=_func)
     params: Mapping[str, Any] = attrs.field(factory=dict, converter=dict)
     time_out: bool = False
+
+
+def _range(value: Any) -> tuple[float, float]:
+    lo, hi = (float(x) for x in value)
+    if not lo <= hi:
+        raise ValueError(f"a time range takes (low, high) with low <= high, not {value!r}")
+    return (lo, hi)
+
+
+@attrs.frozen(kw_only=True)
+class CommandTerm:
+    """One command term (MJLab's `CommandTermCfg`): `func(w, col, resample, rng, s, [p])`
+    writes the term's `size` columns of the command from column `col` (`s.command`, what the
+    observation and reward terms read). The env keeps each world's time left
+    ("commands.<term>.time_left"): it counts down by step_dt; when it runs out, and when the
+    world is reset, the env draws a new time uniform in `resampling_time_range` (s) and calls
+    the term with `resample` True (else False: the term's per-step update, e.g. heading
+    control), once per step, after the reset and interval events."""
+
+    func: TermFunction = attrs.field(converter=_func)
+    params: Mapping[str, Any] = attrs.field(factory=dict, converter=dict)
+    resampling_time_range: tuple[float, float] = attrs.field(converter=_range)
+
+
+EVENT_MODES = ("startup", "reset", "interval")
+
+
+@attrs.frozen(kw_only=True)
+class EventTerm:
+    """One event term (MJLab's `EventTermCfg`): `func(w, rng, s, [p]) -> rng` changes world
+    w's state (or, at startup, its model fields given as `Ref`s) with draws from `rng`, and
+    returns `rng` after its draws. `mode`: "startup" (once, when the env is made), "reset"
+    (each time the world is reset, in config order) or "interval" (every time drawn uniform
+    in `interval_range_s` (s), counted per world and drawn anew at each reset, as MJLab's
+    interval events without global time; "events.<term>.time_left")."""
+
+    func: TermFunction = attrs.field(converter=_func)
+    mode: str = attrs.field(validator=attrs.validators.in_(EVENT_MODES))
+    params: Mapping[str, Any] = attrs.field(factory=dict, converter=dict)
+    interval_range_s: tuple[float, float] | None = attrs.field(
+        default=None, converter=attrs.converters.optional(_range)
+    )
+
+    def __attrs_post_init__(self) -> None:
+        if (self.mode == "interval") != (self.interval_range_s is not None):
+            raise ValueError(
+                "an event term takes interval_range_s exactly when its mode is 'interval' "
+                f"(mode {self.mode!r}, interval_range_s {self.interval_range_s!r})"
+            )
+
+
+@attrs.frozen(kw_only=True)
+class CurriculumTerm:
+    """One curriculum term (MJLab's `CurriculumTermCfg`): `func(w, rng, s, [p]) -> rng` runs
+    at each reset of world w, before the reset events (MJLab computes its curricula first in
+    `_reset_idx`), e.g. moving the world's terrain level and origin; it returns `rng` after
+    its draws."""
+
+    func: TermFunction = attrs.field(converter=_func)
+    params: Mapping[str, Any] = attrs.field(factory=dict, converter=dict)
 
 
 def closest(name: str, known: Sequence[str], what: str) -> KeyError:

@@ -25,7 +25,11 @@ from typing import Any
 import attrs
 
 from unilab_envs.terms.config import (
+    EVENT_MODES,
     Bodies,
+    CommandTerm,
+    CurriculumTerm,
+    EventTerm,
     GaussianNoise,
     Joints,
     ObservationGroup,
@@ -51,6 +55,9 @@ KINDS: dict[str, tuple[type, tuple[str, ...]]] = {
     ),
     "rewards": (RewardTerm, ("func", "weight", "params")),
     "terminations": (TerminationTerm, ("func", "params", "time_out")),
+    "commands": (CommandTerm, ("func", "params", "resampling_time_range")),
+    "events": (EventTerm, ("func", "params", "mode", "interval_range_s")),
+    "curricula": (CurriculumTerm, ("func", "params")),
 }
 # plain-data selectors: {"joints": ...} is Joints(...), {"ref": "air_time"} Ref("air_time")
 _SELECTORS = {"joints": Joints, "bodies": Bodies, "sites": Sites, "sensors": Sensors}
@@ -147,6 +154,10 @@ def _changed(
         return attrs.evolve(base, **changes)
     if cls is RewardTerm and "weight" not in changes:
         raise TypeError(f"{label}: a new reward term needs a weight")
+    if cls is CommandTerm and "resampling_time_range" not in changes:
+        raise TypeError(f"{label}: a new command term needs a resampling_time_range")
+    if cls is EventTerm and "mode" not in changes:
+        raise TypeError(f"{label}: a new event term needs a mode ({', '.join(EVENT_MODES)})")
     return cls(**changes)
 
 
@@ -266,6 +277,23 @@ def _size(value: Any, path: str) -> int | str | None:
     )
 
 
+def _time_range(value: Any, path: str) -> tuple[float, float] | None:
+    if value is None and path.endswith(".interval_range_s"):
+        return None
+    if not isinstance(value, Sequence) or isinstance(value, str) or len(value) != 2:
+        raise TypeError(f"{path} takes [low, high] (s), not {value!r}")
+    lo, hi = _number(value[0], path), _number(value[1], path)
+    if not 0.0 <= lo <= hi:
+        raise TypeError(f"{path} takes [low, high] (s) with 0 <= low <= high, not {value!r}")
+    return (lo, hi)
+
+
+def _mode(value: Any, path: str) -> str:
+    if value not in EVENT_MODES:
+        raise TypeError(f"{path} takes one of {', '.join(EVENT_MODES)}, not {value!r}")
+    return value
+
+
 def _history(value: Any, path: str) -> int:
     if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
         return value
@@ -281,4 +309,7 @@ _CONVERT = {
     "clip": _clip,
     "noise": _noise,
     "size": _size,
+    "resampling_time_range": _time_range,
+    "interval_range_s": _time_range,
+    "mode": _mode,
 }

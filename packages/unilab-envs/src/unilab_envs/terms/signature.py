@@ -18,6 +18,21 @@ SIGNATURES: dict[str, tuple[tuple[Any, ...], Any, str]] = {
     "observation": ((int, int, EnvState), float, "(w: int, k: int, s: EnvState[, p]) -> float"),
     "reward": ((int, EnvState), float, "(w: int, s: EnvState[, p]) -> float"),
     "termination": ((int, EnvState), bool, "(w: int, s: EnvState[, p]) -> bool"),
+    "command": (
+        (int, int, bool, wp.uint32, EnvState),
+        None,
+        "(w: int, col: int, resample: bool, rng: wp.uint32, s: EnvState[, p]) -> None",
+    ),
+    "event": (
+        (int, wp.uint32, EnvState),
+        wp.uint32,
+        "(w: int, rng: wp.uint32, s: EnvState[, p]) -> wp.uint32",
+    ),
+    "curriculum": (
+        (int, wp.uint32, EnvState),
+        wp.uint32,
+        "(w: int, rng: wp.uint32, s: EnvState[, p]) -> wp.uint32",
+    ),
 }
 _INT = (int, wp.int32)
 _FLOAT = (float, wp.float32)
@@ -32,6 +47,8 @@ def _same(actual: Any, expected: Any) -> bool:
 
 
 def _name(t: Any) -> str:
+    if t is None:
+        return "None"
     if t is EnvState:
         return "EnvState"
     return getattr(t, "__name__", None) or getattr(getattr(t, "cls", None), "__name__", str(t))
@@ -68,14 +85,23 @@ def params_struct(kind: str, label: str, term: TermFunction) -> Any | None:
     fields = params.vars if params is not None else {}
     for field in term.state:
         var = fields.get(field)
-        if var is None or not (
-            wp.types.is_array(var.type) and var.type.ndim == 2 and var.type.dtype is wp.float32
-        ):
+        if var is None or not state_field(var.type):
             raise ValueError(
                 f"{label}: {func.key} declares the state {field!r}; its parameter struct needs "
-                f"the field `{field}: wp.array2d(dtype=float)`"
+                f"the field `{field}: wp.array2d(dtype=float)` (or, one value per world, "
+                "`wp.array(dtype=float)` or `wp.array(dtype=wp.int32)`)"
             )
     return params
+
+
+def state_field(typ: Any) -> bool:
+    """Whether a parameter field of type `typ` can hold per-world term state: a 2-d float
+    array ([N, size]) or a 1-d float or int32 array ([N])."""
+    if not wp.types.is_array(typ):
+        return False
+    if typ.ndim == 2:
+        return typ.dtype is wp.float32
+    return typ.ndim == 1 and typ.dtype in (wp.float32, wp.int32)
 
 
 _BY_NAME = (Joints, Bodies, Sites, Sensors)

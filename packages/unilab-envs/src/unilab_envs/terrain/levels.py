@@ -11,6 +11,8 @@ inside the env step, a world moves (`TerrainLevels.move`, one warp launch):
 - promoted past the top level: a random level in [0, rows); never below level 0;
 
 then its origin becomes the spawn point of tile (level, type), before its reset pose is drawn.
+The move of one world is `move_world`; the curriculum term `terrain_levels_vel` runs it in the
+env's reset kernel (a task's `curriculum` terms), `TerrainLevels.move` in a launch of its own.
 Each move is also counted per world ("slot": the world with local index i, which has the same
 type on every rank) in `outcomes` [2, N] (ups, downs since the last sync), so that a trainer
 can make the levels identical on every rank at iteration boundaries (docs/semantics.md,
@@ -29,6 +31,8 @@ import warp as wp
 
 from unilab_envs._core.rng import world_rng
 from unilab_envs.curriculum import Curriculum
+from unilab_envs.terms.config import term
+from unilab_envs.terms.state import EnvState
 from unilab_envs.terrain.generator import TerrainLayout
 
 STREAM_TERRAIN_INIT = 120
@@ -71,6 +75,46 @@ def _initial(
     origin[w] = table[lvl, types[w]]
 
 
+@wp.func
+def move_world(
+    w: int,
+    rng: wp.uint32,
+    base: wp.vec3,
+    cmd_x: float,
+    cmd_y: float,
+    stepped: int,
+    half_tile: float,
+    half_episode_s: float,
+    table: wp.array2d(dtype=wp.vec3),
+    types: wp.array(dtype=wp.int32),
+    levels: wp.array(dtype=wp.int32),
+    origin: wp.array(dtype=wp.vec3),
+    outcomes: wp.array2d(dtype=wp.int32),
+):
+    # World w's reset-time move (the module docstring): `base` its base position, (cmd_x,
+    # cmd_y) its commanded velocity, `stepped` non-zero once the env has stepped; a promotion
+    # past the top draws from `rng`.
+    lvl = levels[w]
+    if stepped != 0:  # MJLab: no move before the first env step
+        o = origin[w]
+        dx = base[0] - o[0]
+        dy = base[1] - o[1]
+        distance = wp.sqrt(dx * dx + dy * dy)
+        asked = wp.sqrt(cmd_x * cmd_x + cmd_y * cmd_y) * half_episode_s
+        if distance > half_tile:
+            lvl += 1
+            outcomes[0, w] = outcomes[0, w] + 1
+        elif distance < asked:
+            lvl -= 1
+            outcomes[1, w] = outcomes[1, w] + 1
+        rows = table.shape[0]
+        if lvl >= rows:
+            lvl = wp.min(int(wp.randf(rng) * float(rows)), rows - 1)
+        lvl = wp.max(lvl, 0)
+    levels[w] = lvl
+    origin[w] = table[lvl, types[w]]
+
+
 @wp.kernel
 def _move(
     seed: int,
@@ -91,28 +135,44 @@ def _move(
     w = wp.tid()
     if not mask[w]:
         return
-    lvl = levels[w]
-    if first[0] != 0:  # MJLab: no move before the first env step
-        p = xpos[w, root]
-        o = origin[w]
-        dx = p[0] - o[0]
-        dy = p[1] - o[1]
-        distance = wp.sqrt(dx * dx + dy * dy)
-        c = command[w]
-        asked = wp.sqrt(c[0] * c[0] + c[1] * c[1]) * half_episode_s
-        if distance > half_tile:
-            lvl += 1
-            outcomes[0, w] = outcomes[0, w] + 1
-        elif distance < asked:
-            lvl -= 1
-            outcomes[1, w] = outcomes[1, w] + 1
-        rows = table.shape[0]
-        if lvl >= rows:
-            state = world_rng(seed, counter[0], w, STREAM_TERRAIN_TOP)
-            lvl = wp.min(int(wp.randf(state) * float(rows)), rows - 1)
-        lvl = wp.max(lvl, 0)
-    levels[w] = lvl
-    origin[w] = table[lvl, types[w]]
+    rng = world_rng(seed, counter[0], w, STREAM_TERRAIN_TOP)
+    c = command[w]
+    move_world(
+        w, rng, xpos[w, root], c[0], c[1], first[0], half_tile, half_episode_s, table, types,
+        levels, origin, outcomes,
+    )  # fmt: skip
+
+
+@wp.struct
+class TerrainLevelsParams:
+    """The arrays of a `TerrainLevels` (`Ref`s of the task's: levels, origin, outcomes,
+    table, types), `env_step` (int32 [1], the env's step counter: no move before the first
+    step), half_tile (m), half_episode_s (s), command_col (the command's first column of
+    (vx, vy))."""
+
+    levels: wp.array(dtype=wp.int32)
+    origin: wp.array(dtype=wp.vec3)
+    outcomes: wp.array2d(dtype=wp.int32)
+    table: wp.array2d(dtype=wp.vec3)
+    types: wp.array(dtype=wp.int32)
+    env_step: wp.array(dtype=wp.int32)
+    half_tile: float
+    half_episode_s: float
+    command_col: int
+
+
+@term(defaults={"command_col": 0})
+@wp.func
+def terrain_levels_vel(w: int, rng: wp.uint32, s: EnvState, p: TerrainLevelsParams) -> wp.uint32:
+    """MJLab's terrain_levels_vel at a world's reset: up a level after walking more than half
+    a tile, down after less than half the commanded distance, then its origin becomes its tile's
+    spawn point (`TerrainLevels`)."""
+    c = p.command_col
+    move_world(
+        w, rng, s.xpos[w, s.root_body], s.command[w, c], s.command[w, c + 1], p.env_step[0],
+        p.half_tile, p.half_episode_s, p.table, p.types, p.levels, p.origin, p.outcomes,
+    )  # fmt: skip
+    return rng
 
 
 class TerrainLevels(Curriculum):

@@ -1,0 +1,189 @@
+"""Event terms (MJLab 1.6.0's `mjlab/envs/mdp/events.py` and `envs/mdp/dr/`): `warp.func`s
+`(w, rng, s, p) -> rng` that change world w's state, or at startup its per-world model
+fields (given as `Ref`s of the task's arrays), drawing from `rng` and returning it after
+their draws (`terms.EventTerm`: modes "startup", "reset", "interval")."""
+
+from __future__ import annotations
+
+import numpy as np
+import warp as wp
+
+from unilab_envs.mdp.frames import link_lin_vel_w
+from unilab_envs.terms.config import term
+from unilab_envs.terms.state import EnvState
+
+
+@wp.struct
+class RootStateParams:
+    """pose_x, pose_y, pose_z, pose_yaw: (low, high) of the base's offsets (m, rad) from
+    (origin x, origin y, origin z + height), upright; origin: each world's origin [N] (e.g. a
+    terrain tile's, a `Ref`; empty: 0)."""
+
+    pose_x: wp.vec2
+    pose_y: wp.vec2
+    pose_z: wp.vec2
+    pose_yaw: wp.vec2
+    height: float
+    origin: wp.array(dtype=wp.vec3)
+
+
+@term(
+    defaults={
+        "pose_x": (0.0, 0.0),
+        "pose_y": (0.0, 0.0),
+        "pose_z": (0.0, 0.0),
+        "pose_yaw": (0.0, 0.0),
+        "origin": np.zeros((0, 3), np.float32),
+    }
+)
+@wp.func
+def reset_root_state_uniform(w: int, rng: wp.uint32, s: EnvState, p: RootStateParams) -> wp.uint32:
+    """The base at its origin plus offsets uniform in the ranges (yaw drawn first), upright,
+    at rest."""
+    yaw = wp.randf(rng, p.pose_yaw[0], p.pose_yaw[1])
+    o = wp.vec3()
+    if p.origin.shape[0] > 0:
+        o = p.origin[w]
+    b, v = s.root_qadr, s.root_dadr
+    s.qpos[w, b + 0] = o[0] + wp.randf(rng, p.pose_x[0], p.pose_x[1])
+    s.qpos[w, b + 1] = o[1] + wp.randf(rng, p.pose_y[0], p.pose_y[1])
+    s.qpos[w, b + 2] = o[2] + p.height + wp.randf(rng, p.pose_z[0], p.pose_z[1])
+    s.qpos[w, b + 3] = wp.cos(0.5 * yaw)
+    s.qpos[w, b + 4] = 0.0
+    s.qpos[w, b + 5] = 0.0
+    s.qpos[w, b + 6] = wp.sin(0.5 * yaw)
+    for i in range(6):
+        s.qvel[w, v + i] = 0.0
+    return rng
+
+
+@wp.struct
+class JointOffsetParams:
+    """position_range, velocity_range: (low, high) of the offsets added to the default pose
+    (rad or m) and to zero velocity; a range of width 0 draws nothing."""
+
+    position_range: wp.vec2
+    velocity_range: wp.vec2
+
+
+@term(defaults={"position_range": (0.0, 0.0), "velocity_range": (0.0, 0.0)})
+@wp.func
+def reset_joints_by_offset(w: int, rng: wp.uint32, s: EnvState, p: JointOffsetParams) -> wp.uint32:
+    """The driven joints at the default pose plus an offset, clamped to the soft limits, and
+    at the offset velocity."""
+    lo, hi = p.position_range[0], p.position_range[1]
+    for j in range(s.joint_qadr.shape[0]):
+        q = s.default_joint_pos[j]
+        if hi > lo:
+            q = q + wp.randf(rng, lo, hi)
+        s.qpos[w, s.joint_qadr[j]] = wp.clamp(q, s.soft_joint_lo[j], s.soft_joint_hi[j])
+    vlo, vhi = p.velocity_range[0], p.velocity_range[1]
+    for j in range(s.joint_dadr.shape[0]):
+        dq = wp.float32(0.0)
+        if vhi > vlo:
+            dq = wp.randf(rng, vlo, vhi)
+        s.qvel[w, s.joint_dadr[j]] = dq
+    return rng
+
+
+@wp.struct
+class PushParams:
+    """lin_vel, ang_vel: +- range per axis of the velocity added (world frame; m/s, rad/s)."""
+
+    lin_vel: wp.vec3
+    ang_vel: wp.vec3
+
+
+@term()
+@wp.func
+def push_by_setting_velocity(w: int, rng: wp.uint32, s: EnvState, p: PushParams) -> wp.uint32:
+    """Adds velocities uniform in +-lin_vel, +-ang_vel to the base's (world frame), read from
+    the kinematics of the last forward."""
+    rb, b, vb = s.root_body, s.root_qadr, s.root_dadr
+    v = link_lin_vel_w(s.cvel[w, rb], s.xpos[w, rb], s.subtree_com[w, rb])
+    om = wp.spatial_top(s.cvel[w, rb])
+    for i in range(3):
+        v[i] = v[i] + wp.randf(rng, -p.lin_vel[i], p.lin_vel[i])
+    for i in range(3):
+        om[i] = om[i] + wp.randf(rng, -p.ang_vel[i], p.ang_vel[i])
+    q = wp.quat(s.qpos[w, b + 4], s.qpos[w, b + 5], s.qpos[w, b + 6], s.qpos[w, b + 3])
+    om_b = wp.quat_rotate_inv(wp.normalize(q), om)
+    for i in range(3):
+        s.qvel[w, vb + i] = v[i]
+        s.qvel[w, vb + 3 + i] = om_b[i]
+    return rng
+
+
+@wp.struct
+class GeomFrictionParams:
+    """geoms: geom ids; low, high: the range per axis (slide, spin, roll); log_uniform: 1 per
+    axis drawn log-uniformly; axes: 1 per axis set (the others keep the geom's value);
+    geom_friction: the model's per-world field [N, ngeom] (a `Ref`)."""
+
+    geoms: wp.array(dtype=wp.int32)
+    low: wp.vec3
+    high: wp.vec3
+    log_uniform: wp.vec3i
+    axes: wp.vec3i
+    geom_friction: wp.array2d(dtype=wp.vec3)
+
+
+@term(defaults={"log_uniform": (0, 0, 0), "axes": (1, 0, 0)})
+@wp.func
+def geom_friction(w: int, rng: wp.uint32, s: EnvState, p: GeomFrictionParams) -> wp.uint32:
+    """Sets ("abs") the geoms' friction on the chosen axes to one draw per axis shared by
+    the geoms (all three axes are drawn, in order)."""
+    fr = wp.vec3()
+    for i in range(3):
+        if p.log_uniform[i] != 0:
+            fr[i] = wp.exp(wp.randf(rng, wp.log(p.low[i]), wp.log(p.high[i])))
+        else:
+            fr[i] = wp.randf(rng, p.low[i], p.high[i])
+    for k in range(p.geoms.shape[0]):
+        g = p.geom_friction[w, p.geoms[k]]
+        for i in range(3):
+            if p.axes[i] != 0:
+                g[i] = fr[i]
+        p.geom_friction[w, p.geoms[k]] = g
+    return rng
+
+
+@wp.struct
+class ComOffsetParams:
+    """body: the body; low, high: the offset range per axis (m); body_ipos: the model's
+    per-world field [N, nbody] (a `Ref`)."""
+
+    body: int
+    low: wp.vec3
+    high: wp.vec3
+    body_ipos: wp.array2d(dtype=wp.vec3)
+
+
+@term()
+@wp.func
+def body_com_offset(w: int, rng: wp.uint32, s: EnvState, p: ComOffsetParams) -> wp.uint32:
+    """Adds ("add") an offset uniform per axis to the body's center of mass (its `body_ipos`);
+    a task recomputes what depends on it (MuJoCo Warp's `set_const`) after the startup."""
+    off = wp.vec3()
+    for i in range(3):
+        off[i] = wp.randf(rng, p.low[i], p.high[i])
+    p.body_ipos[w, p.body] = p.body_ipos[w, p.body] + off
+    return rng
+
+
+@wp.struct
+class EncoderBiasParams:
+    """low, high: the range of each joint's encoder offset (rad or m)."""
+
+    low: float
+    high: float
+
+
+@term()
+@wp.func
+def encoder_bias(w: int, rng: wp.uint32, s: EnvState, p: EncoderBiasParams) -> wp.uint32:
+    """Each driven joint's encoder offset (`s.encoder_bias`), uniform in [low, high]: what
+    the joint-position action subtracts and a biased joint observation adds."""
+    for j in range(s.encoder_bias.shape[1]):
+        s.encoder_bias[w, j] = wp.randf(rng, p.low, p.high)
+    return rng
