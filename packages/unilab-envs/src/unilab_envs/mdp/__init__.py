@@ -14,7 +14,9 @@ from unilab_envs.mdp import rewards as _rew
 from unilab_envs.mdp import terminations as _term
 from unilab_envs.mdp import terrain as _ter
 from unilab_envs.mdp import velocity as _vel
+from unilab_envs.mdp.commands import LevelVelocityCommandParams as LevelVelocityCommandParams
 from unilab_envs.mdp.commands import UniformVelocityCommandParams as UniformVelocityCommandParams
+from unilab_envs.mdp.commands import level_velocity_command as level_velocity_command
 from unilab_envs.mdp.commands import uniform_velocity_command as uniform_velocity_command
 from unilab_envs.mdp.events import ComOffsetParams as ComOffsetParams
 from unilab_envs.mdp.events import EncoderBiasParams as EncoderBiasParams
@@ -126,7 +128,7 @@ _NAMES = {
                  "body_ground_contact")),
         (_ter, ("illegal_contact", "out_of_terrain_bounds")),
     ),
-    "command": ((_cmd, ("uniform_velocity_command",)),),
+    "command": ((_cmd, ("uniform_velocity_command", "level_velocity_command")),),
     "curriculum": ((_lev, ("terrain_levels_vel",)),),
     "event": (
         (_ev, ("reset_root_state_uniform", "reset_joints_by_offset", "push_by_setting_velocity",
@@ -163,6 +165,7 @@ __all__ = [
     "JointOffsetParams",
     "JointPosParams",
     "JointWeightParams",
+    "LevelVelocityCommandParams",
     "LimitAngleParams",
     "MinimumHeightParams",
     "PostureParams",

@@ -1,4 +1,5 @@
-"""Command terms (MJLab 1.6.0's `mjlab/tasks/velocity/mdp/velocity_command.py`): `warp.func`s
+"""Command terms (MJLab 1.6.0's `mjlab/tasks/velocity/mdp/velocity_command.py`, and
+`level_velocity_command`, ranges scaled by the task curriculum's level): `warp.func`s
 `(w, col, resample, rng, s, p) -> None` that write a task's command `s.command[w, col:]`.
 The env owns each command's resampling timer (`terms.CommandTerm`)."""
 
@@ -114,3 +115,40 @@ def uniform_velocity_command(
     if (fl & FLAG_STANDING) != 0:
         for i in range(3):
             s.command[w, col + i] = 0.0
+
+
+@wp.struct
+class LevelVelocityCommandParams:
+    """bound, bound_max: |command| bound per axis (vx, vy in m/s, yaw rate in rad/s) at
+    curriculum level 0 and at level 1 (`EnvState.curriculum_level`; linear in between);
+    rel_standing_envs: the share of draws that command zero."""
+
+    bound: wp.vec3
+    bound_max: wp.vec3
+    rel_standing_envs: float
+
+
+@term(size=3, defaults={"rel_standing_envs": 0.0})
+@wp.func
+def level_velocity_command(
+    w: int,
+    col: int,
+    resample: bool,
+    rng: wp.uint32,
+    s: EnvState,
+    p: LevelVelocityCommandParams,
+) -> None:
+    """(vx, vy, yaw rate) in the base's heading frame, uniform in +-(bound + level x
+    (bound_max - bound)) per axis at the task curriculum's level, zero with
+    rel_standing_envs; size 3."""
+    if resample:
+        b = p.bound + s.curriculum_level[0] * (p.bound_max - p.bound)
+        c = wp.vec3(
+            wp.randf(rng, -b[0], b[0]),
+            wp.randf(rng, -b[1], b[1]),
+            wp.randf(rng, -b[2], b[2]),
+        )
+        if wp.randf(rng) < p.rel_standing_envs:
+            c = wp.vec3(0.0, 0.0, 0.0)
+        for i in range(3):
+            s.command[w, col + i] = c[i]

@@ -17,7 +17,11 @@ from unilab_envs.terms.state import EnvState
 class RootStateParams:
     """pose_x, pose_y, pose_z, pose_yaw: (low, high) of the base's offsets (m, rad) from
     (origin x, origin y, origin z + height), upright; origin: each world's origin [N] (e.g. a
-    terrain tile's, a `Ref`; empty: 0)."""
+    terrain tile's, a `Ref`; empty: 0). velocity_x, velocity_y, velocity_z (m/s),
+    velocity_roll, velocity_pitch, velocity_yaw (rad/s): (low, high) of the base's velocity,
+    world frame (MJLab's velocity_range; a range of width 0 draws nothing);
+    body_frame_ang_vel: 1: the roll, pitch and yaw rate ranges are the base frame's (the free
+    joint's own coordinates) instead of the world's."""
 
     pose_x: wp.vec2
     pose_y: wp.vec2
@@ -25,6 +29,21 @@ class RootStateParams:
     pose_yaw: wp.vec2
     height: float
     origin: wp.array(dtype=wp.vec3)
+    velocity_x: wp.vec2
+    velocity_y: wp.vec2
+    velocity_z: wp.vec2
+    velocity_roll: wp.vec2
+    velocity_pitch: wp.vec2
+    velocity_yaw: wp.vec2
+    body_frame_ang_vel: int
+
+
+@wp.func
+def _draw_if_wide(rng: wp.uint32, r: wp.vec2) -> float:
+    """Uniform in [r[0], r[1]]; r[0] without a draw when the range has width 0."""
+    if r[1] > r[0]:
+        return wp.randf(rng, r[0], r[1])
+    return r[0]
 
 
 @term(
@@ -34,12 +53,20 @@ class RootStateParams:
         "pose_z": (0.0, 0.0),
         "pose_yaw": (0.0, 0.0),
         "origin": np.zeros((0, 3), np.float32),
+        "velocity_x": (0.0, 0.0),
+        "velocity_y": (0.0, 0.0),
+        "velocity_z": (0.0, 0.0),
+        "velocity_roll": (0.0, 0.0),
+        "velocity_pitch": (0.0, 0.0),
+        "velocity_yaw": (0.0, 0.0),
+        "body_frame_ang_vel": 0,
     }
 )
 @wp.func
 def reset_root_state_uniform(w: int, rng: wp.uint32, s: EnvState, p: RootStateParams) -> wp.uint32:
     """The base at its origin plus offsets uniform in the ranges (yaw drawn first), upright,
-    at rest."""
+    at a velocity uniform in the velocity ranges (drawn after the pose, x to yaw; at rest
+    with the default ranges)."""
     yaw = wp.randf(rng, p.pose_yaw[0], p.pose_yaw[1])
     o = wp.vec3()
     if p.origin.shape[0] > 0:
@@ -52,31 +79,51 @@ def reset_root_state_uniform(w: int, rng: wp.uint32, s: EnvState, p: RootStatePa
     s.qpos[w, b + 4] = 0.0
     s.qpos[w, b + 5] = 0.0
     s.qpos[w, b + 6] = wp.sin(0.5 * yaw)
-    for i in range(6):
-        s.qvel[w, v + i] = 0.0
+    lin = wp.vec3(
+        _draw_if_wide(rng, p.velocity_x),
+        _draw_if_wide(rng, p.velocity_y),
+        _draw_if_wide(rng, p.velocity_z),
+    )
+    ang = wp.vec3(
+        _draw_if_wide(rng, p.velocity_roll),
+        _draw_if_wide(rng, p.velocity_pitch),
+        _draw_if_wide(rng, p.velocity_yaw),
+    )
+    if p.body_frame_ang_vel == 0 and wp.length_sq(ang) > 0.0:
+        # the free joint holds the base frame's angular velocity (at rest: exact zeros)
+        ang = wp.quat_rotate_inv(wp.quat_from_axis_angle(wp.vec3(0.0, 0.0, 1.0), yaw), ang)
+    for i in range(3):
+        s.qvel[w, v + i] = lin[i]
+        s.qvel[w, v + 3 + i] = ang[i]
     return rng
 
 
 @wp.struct
 class JointOffsetParams:
     """position_range, velocity_range: (low, high) of the offsets added to the default pose
-    (rad or m) and to zero velocity; a range of width 0 draws nothing."""
+    (rad or m) and to zero velocity; a range of width 0 draws nothing. soft_limits: 1: the
+    positions are clamped to the soft limits (MJLab), 0: to the joints' full range."""
 
     position_range: wp.vec2
     velocity_range: wp.vec2
+    soft_limits: int
 
 
-@term(defaults={"position_range": (0.0, 0.0), "velocity_range": (0.0, 0.0)})
+@term(defaults={"position_range": (0.0, 0.0), "velocity_range": (0.0, 0.0), "soft_limits": 1})
 @wp.func
 def reset_joints_by_offset(w: int, rng: wp.uint32, s: EnvState, p: JointOffsetParams) -> wp.uint32:
-    """The driven joints at the default pose plus an offset, clamped to the soft limits, and
-    at the offset velocity."""
+    """The driven joints at the default pose plus an offset, clamped to the soft limits (or
+    the full range), and at the offset velocity."""
     lo, hi = p.position_range[0], p.position_range[1]
     for j in range(s.joint_qadr.shape[0]):
         q = s.default_joint_pos[j]
         if hi > lo:
             q = q + wp.randf(rng, lo, hi)
-        s.qpos[w, s.joint_qadr[j]] = wp.clamp(q, s.soft_joint_lo[j], s.soft_joint_hi[j])
+        if p.soft_limits != 0:
+            q = wp.clamp(q, s.soft_joint_lo[j], s.soft_joint_hi[j])
+        else:
+            q = wp.clamp(q, s.joint_lo[j], s.joint_hi[j])
+        s.qpos[w, s.joint_qadr[j]] = q
     vlo, vhi = p.velocity_range[0], p.velocity_range[1]
     for j in range(s.joint_dadr.shape[0]):
         dq = wp.float32(0.0)

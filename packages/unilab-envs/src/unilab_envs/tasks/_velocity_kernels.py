@@ -1,5 +1,6 @@
-"""Warp kernels of the velocity task (`tasks/velocity.py`) besides its terms: commands, the
-contact scan and the reset. Its observations, rewards and terminations are library terms
+"""Warp kernels of the velocity task (`tasks/velocity.py`) besides its terms: the command
+timer (its draw is the library's `mdp.level_velocity_command`), the contact scan and the
+reset. Its observations, rewards and terminations are library terms
 (`unilab_envs.mdp`), compiled by the env (`unilab_envs.terms`).
 
 Conventions: MuJoCo free joint: qpos[b:b+3] world position (m), qpos[b+3:b+7] quaternion
@@ -12,6 +13,8 @@ from __future__ import annotations
 import warp as wp
 
 from unilab_envs._core.rng import world_rng
+from unilab_envs.mdp.commands import LevelVelocityCommandParams, level_velocity_command
+from unilab_envs.terms.state import EnvState
 
 STREAM_RESET = 100
 STREAM_CMD_STEP = 101
@@ -29,9 +32,6 @@ class Params:
     vb: int  # qvel address of the base free joint
     step_dt: float
     resample_s: float
-    standing_prob: float
-    cmd_lo: wp.vec3  # |command| bound per axis (vx, vy, yaw rate) at curriculum level 0
-    cmd_hi: wp.vec3  # ... at curriculum level 1
     init_height: float
     reset_joint_noise: float  # rad
     reset_lin_vel: float  # m/s
@@ -43,34 +43,20 @@ def base_quat(qpos: wp.array2d(dtype=float), w: int, qb: int) -> wp.quat:
     return wp.quat(qpos[w, qb + 4], qpos[w, qb + 5], qpos[w, qb + 6], qpos[w, qb + 3])
 
 
-@wp.func
-def draw_command(state: wp.uint32, p: Params, level: float, cmd: wp.array2d(dtype=float), w: int):
-    bound = p.cmd_lo + level * (p.cmd_hi - p.cmd_lo)
-    c = wp.vec3(
-        wp.randf(state, -bound[0], bound[0]),
-        wp.randf(state, -bound[1], bound[1]),
-        wp.randf(state, -bound[2], bound[2]),
-    )
-    if wp.randf(state) < p.standing_prob:
-        c = wp.vec3(0.0, 0.0, 0.0)
-    for i in range(3):
-        cmd[w, i] = c[i]
-
-
 @wp.kernel
 def resample_commands(
     seed: int,
     counter: wp.array(dtype=wp.int32),
-    level: wp.array(dtype=float),
     p: Params,
+    s: EnvState,
+    cp: LevelVelocityCommandParams,
     time_left: wp.array(dtype=float),
-    cmd: wp.array2d(dtype=float),
 ):
     w = wp.tid()
     t = time_left[w] - p.step_dt
     if t <= 0.0:
         state = world_rng(seed, counter[0], w, STREAM_CMD_STEP)
-        draw_command(state, p, level[0], cmd, w)
+        level_velocity_command.func(w, 0, True, state, s, cp)
         t = t + p.resample_s
     time_left[w] = t
 
@@ -126,15 +112,15 @@ def reset_worlds(
     seed: int,
     counter: wp.array(dtype=wp.int32),
     mask: wp.array(dtype=wp.bool),
-    level: wp.array(dtype=float),
     p: Params,
+    s: EnvState,
+    cp: LevelVelocityCommandParams,
     qadr: wp.array(dtype=wp.int32),
     q0: wp.array(dtype=float),
     jnt_lo: wp.array(dtype=float),
     jnt_hi: wp.array(dtype=float),
     qpos: wp.array2d(dtype=float),
     qvel: wp.array2d(dtype=float),
-    cmd: wp.array2d(dtype=float),
     time_left: wp.array(dtype=float),
     air_time: wp.array2d(dtype=float),
     foot_contact: wp.array2d(dtype=float),
@@ -161,7 +147,7 @@ def reset_worlds(
         x = q0[j] + wp.randf(state, -p.reset_joint_noise, p.reset_joint_noise)
         qpos[w, qadr[j]] = wp.clamp(x, jnt_lo[j], jnt_hi[j])
     cstate = world_rng(seed, counter[0], w, STREAM_CMD_RESET)
-    draw_command(cstate, p, level[0], cmd, w)
+    level_velocity_command.func(w, 0, True, cstate, s, cp)
     time_left[w] = p.resample_s
     for f in range(p.nfoot):
         air_time[w, f] = 0.0

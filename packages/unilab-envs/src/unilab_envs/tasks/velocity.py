@@ -48,6 +48,7 @@ import mujoco
 import numpy as np
 import warp as wp
 
+from unilab_envs import mdp
 from unilab_envs._core.task import Capacity, TaskContext
 from unilab_envs.curriculum import Curriculum, LevelCurriculum
 from unilab_envs.randomization import DomainRandomization
@@ -247,21 +248,29 @@ class VelocityTask(TermTask):
         }
 
     def params(self) -> K.Params:
-        """The command and reset kernels' scalar parameters (a warp struct)."""
+        """The command timer's and reset kernel's scalar parameters (a warp struct)."""
         c, r = self.config, self.robot
         p = K.Params()
         p.nj, p.nfoot, p.qb, p.vb = r.num_joints, len(r.foot_bodies), self._qb, self._vb
         p.step_dt = c.step_dt
-        p.resample_s, p.standing_prob = c.resample_s, c.standing_prob
-        p.cmd_lo, p.cmd_hi = wp.vec3(*c.command_bounds), wp.vec3(*c.command_bounds_max)
-        if not c.curriculum:  # without a curriculum the level stays 0: use the full range
-            p.cmd_lo = p.cmd_hi
+        p.resample_s = c.resample_s
         p.init_height = r.init_height
         p.reset_joint_noise, p.reset_lin_vel, p.reset_ang_vel = (
             c.reset_joint_noise,
             c.reset_lin_vel,
             c.reset_ang_vel,
         )
+        return p
+
+    def command_params(self) -> mdp.LevelVelocityCommandParams:
+        """The command's parameters (`mdp.level_velocity_command`): the bounds from
+        `command_bounds` (curriculum level 0) to `command_bounds_max` (level 1); without a
+        curriculum the level stays 0, and the bounds are the full ones."""
+        c = self.config
+        p = mdp.LevelVelocityCommandParams()
+        p.bound = wp.vec3(*(c.command_bounds if c.curriculum else c.command_bounds_max))
+        p.bound_max = wp.vec3(*c.command_bounds_max)
+        p.rel_standing_envs = c.standing_prob
         return p
 
     def term_arrays(self) -> dict[str, wp.array]:
@@ -279,6 +288,7 @@ class VelocityTask(TermTask):
             for k, v in self._host.items()
         }
         self._p = self.params()
+        self._cp = self.command_params()
 
     def velocity_tracking(self, obs: Any) -> dict[str, Any]:
         """The command and the base velocities of an env observation (torch views of its
@@ -344,8 +354,8 @@ class VelocityTask(TermTask):
         wp.launch(
             K.resample_commands,
             dim=n,
-            inputs=[ctx.seed, ctx.rng_counter, ctx.curriculum_level, self._p],
-            outputs=[self.command_time_left, self.command],
+            inputs=[ctx.seed, ctx.rng_counter, self._p, self.env_state, self._cp],
+            outputs=[self.command_time_left],
             device=ctx.device,
         )
         wp.launch(
@@ -380,8 +390,9 @@ class VelocityTask(TermTask):
                 ctx.seed,
                 ctx.rng_counter,
                 mask,
-                ctx.curriculum_level,
                 self._p,
+                self.env_state,
+                self._cp,
                 a["qadr"],
                 a["default"],
                 a["jnt_lo"],
@@ -390,7 +401,6 @@ class VelocityTask(TermTask):
             outputs=[
                 d.qpos,
                 d.qvel,
-                self.command,
                 self.command_time_left,
                 self.air_time,
                 self.foot_contact,

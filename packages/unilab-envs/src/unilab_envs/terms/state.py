@@ -44,6 +44,8 @@ class EnvState:
         default_joint_pos: the robot's default pose [J] (rad or m).
         soft_joint_lo, soft_joint_hi: soft joint limits [J] (the range shrunk about its
             middle by the robot's soft limit factor; +-1e6 for a joint without limits).
+        joint_lo, joint_hi: the joints' full range [J] (the model's; +-1e6 for a joint
+            without limits).
         root_body: body id of the floating base; root_qadr, root_dadr: its free joint's
             qpos / qvel addresses.
         root_from_joint: 1: the base's pose and velocity are read from its free joint's
@@ -51,6 +53,8 @@ class EnvState:
             (xpos, xmat, cvel), as MJLab reads them (`unilab_envs.mdp.frames`).
         step_dt, physics_dt: control and physics periods (s).
         max_episode_steps: control steps of an episode before the time limit.
+        curriculum_level: the task curriculum's level [1] in [0, 1] (0 without one; the
+            env sets it before each step and reset, `Task.curriculum`).
     """
 
     qpos: wp.array2d(dtype=float)
@@ -75,6 +79,8 @@ class EnvState:
     default_joint_pos: wp.array(dtype=float)
     soft_joint_lo: wp.array(dtype=float)
     soft_joint_hi: wp.array(dtype=float)
+    joint_lo: wp.array(dtype=float)
+    joint_hi: wp.array(dtype=float)
     root_body: int
     root_qadr: int
     root_dadr: int
@@ -82,6 +88,7 @@ class EnvState:
     step_dt: float
     physics_dt: float
     max_episode_steps: int
+    curriculum_level: wp.array(dtype=float)
 
 
 def robot_state(
@@ -125,11 +132,14 @@ def robot_state(
     s.default_joint_pos = arr(np.asarray(default_pose, np.float32), float)
     s.soft_joint_lo = arr((mid - half).astype(np.float32), float)
     s.soft_joint_hi = arr((mid + half).astype(np.float32), float)
+    s.joint_lo = arr(rng[:, 0].astype(np.float32), float)
+    s.joint_hi = arr(rng[:, 1].astype(np.float32), float)
     s.root_body = int(root_body)
     s.root_qadr, s.root_dadr = int(mjm.jnt_qposadr[free[0]]), int(mjm.jnt_dofadr[free[0]])
     s.root_from_joint = int(root_from_joint)
     s.step_dt, s.physics_dt = spec.step_dt, spec.physics_dt
     s.max_episode_steps = spec.max_episode_steps
+    s.curriculum_level = ctx.curriculum_level
     return s
 
 
