@@ -169,8 +169,8 @@ def test_the_mjlab_task_takes_command_and_event_overrides():
     assert not no_push.terms._events["interval"]
     with pytest.raises(KeyError, match="did you mean 'push_robot'"):
         make_task("go1-velocity-flat", events={"push_robt": None})
-    with pytest.raises(ValueError, match="has no commands terms"):
-        make_task("quadruped-velocity", commands={"twist": None})
+    with pytest.raises(ValueError, match="has no curricula terms"):
+        make_task("quadruped-velocity", curricula={"terrain_levels": None})
 
 
 @wp.struct

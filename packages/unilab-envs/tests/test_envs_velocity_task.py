@@ -8,6 +8,7 @@ import re
 from pathlib import Path
 
 import attrs
+import mujoco
 import numpy as np
 import pytest
 import torch
@@ -36,13 +37,20 @@ def _quat_x(roll: float) -> list[float]:
     return [math.cos(roll / 2), math.sin(roll / 2), 0.0, 0.0]
 
 
+def _qadr(task: VelocityTask) -> np.ndarray:
+    """The qpos address of each driven joint (action order)."""
+    mjm = task.mjm
+    ids = [mujoco.mj_name2id(mjm, mujoco.mjtObj.mjOBJ_JOINT, n) for n in task.robot.joint_names]
+    return mjm.jnt_qposadr[ids]
+
+
 def _states(task: VelocityTask, n: int):
     """Hand-made states: default pose, base at 0.28 m, everything else zero."""
-    mjm, h = task.mjm, task._host
+    mjm = task.mjm
     qpos = np.zeros((n, mjm.nq), np.float32)
     qpos[:, 2] = 0.28
     qpos[:, 3] = 1.0
-    qpos[:, h["qadr"]] = h["default"]
+    qpos[:, _qadr(task)] = task.robot.default_pose
     return qpos, np.zeros((n, mjm.nv), np.float32)
 
 
@@ -145,7 +153,7 @@ def test_terminations_and_limits():
     cmd = np.zeros((3, 3), np.float32)
     bad = np.array([0, 1, 0], np.int32)  # world 1: the trunk touches the ground
     qpos[2, 2] = 0.10  # world 2: below min_base_height 0.12
-    calf = task._host["qadr"][2]  # FL_calf_joint, range [-2.818, -0.888]
+    calf = _qadr(task)[2]  # FL_calf_joint, range [-2.818, -0.888]
     qpos[0, calf] = -0.9
     _, term, logs, _ = _evaluate(task, qpos, qvel, cmd, bad=bad)
     assert term.tolist() == [False, True, True]
@@ -163,7 +171,7 @@ def test_observations_on_hand_made_state():
     qpos[1, 3:7] = _quat_z(math.pi / 2)
     qvel[1, 1] = 0.5  # world +y = body +x
     qvel[1, 3:6] = (0.1, 0.2, 0.3)
-    qpos[1, task._host["qadr"][4]] += 0.05  # FR_thigh 0.05 rad above default
+    qpos[1, _qadr(task)[4]] += 0.05  # FR_thigh 0.05 rad above default
     cmd = np.array([[0.1, 0.2, 0.3], [0.5, 0, 0]], np.float32)
     action = np.full((2, 12), 0.25, np.float32)
     episode_length = np.array([0, 7], np.int32)
@@ -321,6 +329,27 @@ def test_curriculum_level_widens_command_range():
     assert np.allclose(
         env.get_observations()["obs", "policy"][:, 6:9].numpy(), env.task.command.numpy()
     )
+
+
+def test_the_command_and_resets_are_terms_changed_by_overrides():
+    own = unilab_envs.make("quadruped-velocity", num_envs=64, seed=2, randomization=None)
+    assert list(own.task.terms.command_columns) == ["twist"]
+    narrow = unilab_envs.make(
+        "quadruped-velocity",
+        num_envs=64,
+        seed=2,
+        randomization=None,
+        curriculum=False,
+        commands={"twist": {"params": {"bound": (0.3, 0.2, 0.1)}}},  # level 0 without one
+        events={"reset_joints": None, "reset_base": {"params": {"pose_yaw": (0.0, 0.0)}}},
+    )
+    narrow.reset()
+    cmd = np.abs(narrow.task.command.numpy())
+    assert (cmd.max(axis=0) <= [0.3, 0.2, 0.1]).all() and (cmd.max(axis=0) > 0.05).all()
+    qpos = narrow.ctx.data.qpos.numpy()
+    np.testing.assert_allclose(qpos[:, 3:7], [[1.0, 0.0, 0.0, 0.0]] * 64)  # no yaw drawn
+    narrow.task.mjm = narrow.mjm
+    np.testing.assert_allclose(qpos[:, _qadr(narrow.task)], [quadruped().default_pose] * 64)
 
 
 def _bare_quadruped(tmp_path, rename: dict[str, str] | None = None) -> RobotConfig:

@@ -2,7 +2,9 @@
 tests/data/velocity/*.npz): observations of both groups, rewards, per-term logs, terminations
 and truncations over 30 steps of fixed random actions from a fixed seed, with the tasks'
 defaults. Equal within float32 summation tolerance: a change to how the tasks are computed
-must not change what they compute."""
+must not change what they compute. (Recorded again when the commands and resets became
+library terms, which draw from other streams: `test_envs_velocity_stats.py` holds their
+distributions, `test_envs_velocity_replay.py` the steps that draw nothing, as before.)"""
 
 from __future__ import annotations
 

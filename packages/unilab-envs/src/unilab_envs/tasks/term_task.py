@@ -110,9 +110,10 @@ def reset_pose(
 class TermTask(Task):
     """A robot task whose observations, rewards and terminations are compiled terms.
 
-    A task with commands, curricula or its own resets subclasses it (`VelocityTask`): it
+    A task with kernels or arrays of its own subclasses it (`VelocityTask`): it
     offers per-world arrays to the terms' `Ref`s (`term_arrays`) and overrides the hooks it
-    adds to. `noise_stream`: the observation noise's RNG stream (`CompiledTerms`)."""
+    adds to. `noise_stream`: the observation noise's RNG stream; `zero_on_reset`: names of
+    `term_arrays` a reset zeroes (both `CompiledTerms`)."""
 
     def __init__(
         self,
@@ -121,6 +122,7 @@ class TermTask(Task):
         name: str,
         *,
         noise_stream: int = codegen.STREAM_OBS_NOISE,
+        zero_on_reset: tuple[str, ...] = (),
     ) -> None:
         self.robot, self.config, self.term_config = robot, config, config
         self._mjm = robot_spec(robot).compile()
@@ -139,6 +141,7 @@ class TermTask(Task):
             events=config.events,
             curricula=config.curricula,
             noise_stream=noise_stream,
+            zero_on_reset=zero_on_reset,
         )
         self.spec = TaskSpec(
             name=name,

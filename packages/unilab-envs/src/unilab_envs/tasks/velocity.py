@@ -14,9 +14,10 @@ Observations (float32):
         angular velocity, gravity, joint positions and velocities.
     "critic" [N, 13 + 3J + F]: the policy terms without noise, base linear velocity (body
         frame, m/s) 3, base height (m) 1, foot contact flags F.
-The observations, rewards and terminations are terms of the library `unilab_envs.mdp`
-(`velocity_terms`), compiled by the env into one evaluate and one observe kernel (`TermTask`,
-docs/tasks.md); the config's `rewards`, `observations` and `terminations` (or `--set
+The observations, rewards, terminations, the command and the reset events are terms of the
+library `unilab_envs.mdp` (`velocity_terms`), compiled by the env into one evaluate, one
+observe and one reset kernel (`TermTask`, docs/tasks.md); the config's `rewards`,
+`observations`, `terminations`, `commands` and `events` (or `--set
 env.rewards.<term>.weight=...`) change, remove or add terms. The base's velocities,
 orientation and height are read from its free joint (the state the last substep integrated to).
 Reward per step = sum of the terms below, each weight * value * step_dt (logged as
@@ -29,8 +30,12 @@ Reward per step = sum of the terms below, each weight * value * step_dt (logged 
     joint_deviation sum w_j |q_j - q0_j|                      termination    1 on a terminal step
 Termination: a termination body touches the ground (the task's contact scan), the base tilts
 beyond `max_tilt`, or the base is lower than `min_base_height`. Time limits are truncations
-(the env's). Commands, the contact scan, the curriculum and the randomized resets are the
-task's own kernels (`_velocity_kernels`).
+(the env's). The command "twist" (`mdp.level_velocity_command`) is redrawn at the end of the
+step its time runs out in (after the rewards) and at a reset. A reset ("reset_base",
+"reset_joints"): the base upright at `init_height` with a uniform yaw and velocities uniform
+in +-`reset_lin_vel` (world frame) and +-`reset_ang_vel` (base frame) per axis, the joints
+at the default pose plus +-`reset_joint_noise`, clamped to their range. The contact scan is
+the task's own kernel (`_velocity_kernels`).
 Curriculum (`curriculum=True`): a `LevelCurriculum` on the episode sum of "track_lin_vel";
 level l in [0, 1] scales the command bounds from `command_bounds` (l = 0) to
 `command_bounds_max` (l = 1); one level up when the mean episode sum reaches
@@ -48,7 +53,6 @@ import mujoco
 import numpy as np
 import warp as wp
 
-from unilab_envs import mdp
 from unilab_envs._core.task import Capacity, TaskContext
 from unilab_envs.curriculum import Curriculum, LevelCurriculum
 from unilab_envs.randomization import DomainRandomization
@@ -65,6 +69,7 @@ from unilab_envs.tasks.term_task import TermTask, TermTaskConfig
 
 __all__ = [
     "COMMAND_NAMES",
+    "STATE_NAMES",
     "VelocityConfig",
     "VelocityTask",
     "build_robot_model",
@@ -76,6 +81,11 @@ __all__ = [
 ]
 
 COMMAND_NAMES = ("lin_vel_x", "lin_vel_y", "ang_vel_z")  # m/s, m/s, rad/s (heading frame)
+# The terms' per-world state under the names these tasks gave it before it was term state:
+# the task's attribute (its name in `state_dict`, "task.<name>") -> the term state
+# ("<kind>.<term>.<field>", `CompiledTerms.state_arrays`). Term state not listed is saved as
+# "task.terms.<kind>.<term>.<field>".
+STATE_NAMES = {"command_time_left": "commands.twist.time_left"}
 
 _vec3 = attrs.validators.deep_iterable(attrs.validators.ge(0.0))
 
@@ -149,6 +159,8 @@ class VelocityConfig:
     rewards: Mapping[str, Any] = attrs.field(factory=dict, converter=dict)
     observations: Mapping[str, Mapping[str, Any]] = attrs.field(factory=dict, converter=dict)
     terminations: Mapping[str, Any] = attrs.field(factory=dict, converter=dict)
+    commands: Mapping[str, Any] = attrs.field(factory=dict, converter=dict)
+    events: Mapping[str, Any] = attrs.field(factory=dict, converter=dict)
 
     def __attrs_post_init__(self) -> None:
         for lo, hi in zip(self.command_bounds, self.command_bounds_max, strict=True):
@@ -169,9 +181,9 @@ class VelocityConfig:
 
 class VelocityTask(TermTask):
     """Command-tracking locomotion for any `RobotConfig`; see the module docstring. Its
-    observations, rewards and terminations are terms (`velocity_terms`, compiled by
-    `TermTask`); commands, the contact scan, the curriculum, randomization and resets are its
-    own."""
+    observations, rewards, terminations, command and reset events are terms
+    (`velocity_terms`, compiled by `TermTask`); the contact scan, the curriculum and the
+    domain randomization are its own."""
 
     def __init__(self, robot: RobotConfig, config: VelocityConfig | None = None) -> None:
         if not isinstance(robot, RobotConfig):
@@ -187,7 +199,13 @@ class VelocityTask(TermTask):
             **velocity_terms.task_terms(cfg, robot),
         )
         name = f"{robot.name}-velocity"
-        super().__init__(robot, term_config, name, noise_stream=K.STREAM_OBS_NOISE)
+        super().__init__(
+            robot,
+            term_config,
+            name,
+            noise_stream=K.STREAM_OBS_NOISE,
+            zero_on_reset=velocity_terms.ZERO_ON_RESET,
+        )
         self.config = cfg
         self._index(self._mjm)
         max_track = (cfg.w_track_lin_vel + cfg.w_track_ang_vel) * cfg.episode_length_s
@@ -235,60 +253,31 @@ class VelocityTask(TermTask):
         else:
             for k, b in enumerate(feet):
                 geom_foot[mjm.geom_bodyid == b] = k
-        rng = mjm.jnt_range[jids].astype(np.float64)
-        rng[~mjm.jnt_limited[jids].astype(bool)] = (-1e6, 1e6)
         self._host = {
-            "qadr": np.asarray(mjm.jnt_qposadr[jids], np.int32),
-            "default": np.asarray(r.default_pose, np.float32),
-            "jnt_lo": rng[:, 0].astype(np.float32),
-            "jnt_hi": rng[:, 1].astype(np.float32),
             "geom_ground": (mjm.geom_bodyid == 0).astype(np.int32),
             "geom_foot": geom_foot,
             "geom_term": np.isin(mjm.geom_bodyid, term).astype(np.int32),
         }
-
-    def params(self) -> K.Params:
-        """The command timer's and reset kernel's scalar parameters (a warp struct)."""
-        c, r = self.config, self.robot
-        p = K.Params()
-        p.nj, p.nfoot, p.qb, p.vb = r.num_joints, len(r.foot_bodies), self._qb, self._vb
-        p.step_dt = c.step_dt
-        p.resample_s = c.resample_s
-        p.init_height = r.init_height
-        p.reset_joint_noise, p.reset_lin_vel, p.reset_ang_vel = (
-            c.reset_joint_noise,
-            c.reset_lin_vel,
-            c.reset_ang_vel,
-        )
-        return p
-
-    def command_params(self) -> mdp.LevelVelocityCommandParams:
-        """The command's parameters (`mdp.level_velocity_command`): the bounds from
-        `command_bounds` (curriculum level 0) to `command_bounds_max` (level 1); without a
-        curriculum the level stays 0, and the bounds are the full ones."""
-        c = self.config
-        p = mdp.LevelVelocityCommandParams()
-        p.bound = wp.vec3(*(c.command_bounds if c.curriculum else c.command_bounds_max))
-        p.bound_max = wp.vec3(*c.command_bounds_max)
-        p.rel_standing_envs = c.standing_prob
-        return p
 
     def term_arrays(self) -> dict[str, wp.array]:
         return {name: getattr(self, name) for name in velocity_terms.TASK_ARRAYS}
 
     def bind(self, ctx: TaskContext) -> None:
         dev, n, f = ctx.device, ctx.num_envs, len(self.robot.foot_bodies)
-        self.command_time_left = wp.zeros(n, dtype=float, device=dev)
         self.air_time = wp.zeros((n, f), dtype=float, device=dev)
         self.foot_contact = wp.zeros((n, f), dtype=float, device=dev)
         self.bad_contact = wp.zeros(n, dtype=wp.int32, device=dev)
         super().bind(ctx)  # the command, the terms' state
-        self._a = {
-            k: wp.array(v, dtype=wp.int32 if v.dtype == np.int32 else float, device=dev)
-            for k, v in self._host.items()
-        }
-        self._p = self.params()
-        self._cp = self.command_params()
+        term_state = self.terms.state_arrays()
+        for name, key in STATE_NAMES.items():
+            if key in term_state:
+                setattr(self, name, term_state[key])
+        self._a = {k: wp.array(v, dtype=wp.int32, device=dev) for k, v in self._host.items()}
+
+    def state_arrays(self) -> dict[str, wp.array]:
+        """The terms' per-world state that is not a task attribute (`STATE_NAMES`)."""
+        named = set(STATE_NAMES.values())
+        return {"terms." + k: v for k, v in self.terms.state_arrays().items() if k not in named}
 
     def velocity_tracking(self, obs: Any) -> dict[str, Any]:
         """The command and the base velocities of an env observation (torch views of its
@@ -350,18 +339,11 @@ class VelocityTask(TermTask):
 
     # ------------------------------------------------------------------ device side
     def post_physics(self, ctx: TaskContext) -> None:
-        a, d, n = self._a, ctx.data, ctx.num_envs
-        wp.launch(
-            K.resample_commands,
-            dim=n,
-            inputs=[ctx.seed, ctx.rng_counter, self._p, self.env_state, self._cp],
-            outputs=[self.command_time_left],
-            device=ctx.device,
-        )
+        a, d, n, nfoot = self._a, ctx.data, ctx.num_envs, len(self.robot.foot_bodies)
         wp.launch(
             K.clear_contacts,
             dim=n,
-            inputs=[self._p.nfoot],
+            inputs=[nfoot],
             outputs=[self.foot_contact, self.bad_contact],
             device=ctx.device,
         )
@@ -380,35 +362,6 @@ class VelocityTask(TermTask):
             outputs=[self.foot_contact, self.bad_contact],
             device=ctx.device,
         )
-
-    def reset_worlds(self, ctx: TaskContext, mask: wp.array) -> None:
-        a, d = self._a, ctx.data
-        wp.launch(
-            K.reset_worlds,
-            dim=ctx.num_envs,
-            inputs=[
-                ctx.seed,
-                ctx.rng_counter,
-                mask,
-                self._p,
-                self.env_state,
-                self._cp,
-                a["qadr"],
-                a["default"],
-                a["jnt_lo"],
-                a["jnt_hi"],
-            ],
-            outputs=[
-                d.qpos,
-                d.qvel,
-                self.command_time_left,
-                self.air_time,
-                self.foot_contact,
-                self.bad_contact,
-            ],
-            device=ctx.device,
-        )
-        self.terms.reset(mask, ctx.seed, ctx.rng_counter)
 
 
 _QUADRUPED_DEFAULTS: dict = {}
@@ -446,10 +399,11 @@ def _config(overrides: dict, defaults: dict | None = None) -> VelocityConfig:
 TermOverrides = Mapping[str, Any] | None
 
 
-def _terms(observations, rewards, terminations) -> dict[str, Any]:
+def _terms(observations, rewards, terminations, commands, events) -> dict[str, Any]:
     """The term overrides given to a factory, as `VelocityConfig` fields (the factories name
     them so that the registry knows these tasks take them)."""
     given = {"observations": observations, "rewards": rewards, "terminations": terminations}
+    given |= {"commands": commands, "events": events}
     return {k: v for k, v in given.items() if v is not None}
 
 
@@ -459,11 +413,13 @@ def make_velocity_task(
     observations: TermOverrides = None,
     rewards: TermOverrides = None,
     terminations: TermOverrides = None,
+    commands: TermOverrides = None,
+    events: TermOverrides = None,
     **overrides,
 ) -> VelocityTask:
     """A velocity task for any robot; `overrides` are `VelocityConfig` fields, the term
     overrides change its terms (`unilab_envs.terms.overrides`)."""
-    terms = _terms(observations, rewards, terminations)
+    terms = _terms(observations, rewards, terminations, commands, events)
     return VelocityTask(robot, _config({**overrides, **terms}))
 
 
@@ -473,10 +429,12 @@ def make_quadruped_velocity(
     observations: TermOverrides = None,
     rewards: TermOverrides = None,
     terminations: TermOverrides = None,
+    commands: TermOverrides = None,
+    events: TermOverrides = None,
     **overrides,
 ) -> VelocityTask:
     """`quadruped-velocity`: UniLab's quadruped (or `robot`) with quadruped reward defaults."""
-    terms = _terms(observations, rewards, terminations)
+    terms = _terms(observations, rewards, terminations, commands, events)
     return VelocityTask(robot or quadruped(), _config({**overrides, **terms}, _QUADRUPED_DEFAULTS))
 
 
@@ -486,8 +444,10 @@ def make_humanoid_velocity(
     observations: TermOverrides = None,
     rewards: TermOverrides = None,
     terminations: TermOverrides = None,
+    commands: TermOverrides = None,
+    events: TermOverrides = None,
     **overrides,
 ) -> VelocityTask:
     """`humanoid-velocity`: UniLab's humanoid (or `robot`) with biped reward defaults."""
-    terms = _terms(observations, rewards, terminations)
+    terms = _terms(observations, rewards, terminations, commands, events)
     return VelocityTask(robot or humanoid(), _config({**overrides, **terms}, _HUMANOID_DEFAULTS))

@@ -1,16 +1,20 @@
 """The MDP of `quadruped-velocity` / `humanoid-velocity` as term dicts over `unilab_envs.mdp`
-(Isaac Lab's legged-locomotion terms): the observation groups, rewards and terminations of a
-`VelocityConfig` for a robot, the config's term overrides applied. The task's arrays the
-terms read (`Ref`): "foot_contact" [N, F] and "bad_contact" [N] (the contact scan),
-"air_time" [N, F] (feet_air_time's timers, zeroed at reset)."""
+(Isaac Lab's legged-locomotion terms): the observation groups, rewards, terminations, command
+and reset events of a `VelocityConfig` for a robot, the config's term overrides applied. The
+task's arrays the terms read (`Ref`): "foot_contact" [N, F] and "bad_contact" [N] (the
+contact scan; a reset zeroes "foot_contact", the next scan "bad_contact"), "air_time"
+[N, F] (feet_air_time's timers, zeroed at reset)."""
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from unilab_envs import mdp
 from unilab_envs.tasks.robots import RobotConfig
 from unilab_envs.terms import (
+    CommandTerm,
+    EventTerm,
     ObservationGroup,
     ObservationTerm,
     Ref,
@@ -21,6 +25,7 @@ from unilab_envs.terms import (
 from unilab_envs.terms.overrides import merge_groups, merge_terms
 
 TASK_ARRAYS = ("foot_contact", "bad_contact", "air_time")
+ZERO_ON_RESET = ("foot_contact", "air_time")  # of TASK_ARRAYS, in the terms' reset launch
 AIR_TIME_COMMAND_THRESHOLD = 0.1  # m/s: no air-time reward below this planar command
 
 
@@ -106,12 +111,48 @@ def terminations(robot: RobotConfig) -> dict[str, TerminationTerm]:
     }
 
 
+def commands(c: Any) -> dict[str, CommandTerm]:
+    """The command "twist": (vx, vy, yaw rate) uniform in +-bound per axis, the bound scaled
+    by the curriculum level from `command_bounds` to `command_bounds_max` (without a
+    curriculum: `command_bounds_max`), a `standing_prob` share zero, redrawn every
+    `resample_s`."""
+    bound = c.command_bounds if c.curriculum else c.command_bounds_max
+    params = {"bound": bound, "bound_max": c.command_bounds_max}
+    params["rel_standing_envs"] = c.standing_prob
+    return {
+        "twist": CommandTerm(
+            func=mdp.level_velocity_command,
+            params=params,
+            resampling_time_range=(c.resample_s, c.resample_s),
+        )
+    }
+
+
+def events(c: Any, robot: RobotConfig) -> dict[str, EventTerm]:
+    """The reset: the base at `robot.init_height` above the origin, upright at a uniform yaw,
+    at velocities uniform in +-`reset_lin_vel` (world frame) and +-`reset_ang_vel` (base
+    frame) per axis; the joints at the default pose plus uniform +-`reset_joint_noise`,
+    clamped to their range, at rest."""
+    lin, ang = (-c.reset_lin_vel, c.reset_lin_vel), (-c.reset_ang_vel, c.reset_ang_vel)
+    base = {"pose_yaw": (-math.pi, math.pi), "height": robot.init_height}
+    base |= {"velocity_x": lin, "velocity_y": lin, "velocity_z": lin}
+    base |= {"velocity_roll": ang, "velocity_pitch": ang, "velocity_yaw": ang}
+    base["body_frame_ang_vel"] = 1
+    joints = {"position_range": (-c.reset_joint_noise, c.reset_joint_noise), "soft_limits": 0}
+    return {
+        "reset_base": EventTerm(func=mdp.reset_root_state_uniform, mode="reset", params=base),
+        "reset_joints": EventTerm(func=mdp.reset_joints_by_offset, mode="reset", params=joints),
+    }
+
+
 def task_terms(c: Any, robot: RobotConfig) -> dict[str, Any]:
-    """The observation groups, rewards and terminations with the config's overrides
-    (`rewards`, `observations`, `terminations`: term objects or plain data,
-    `unilab_envs.terms.overrides`) applied."""
+    """The observation groups, rewards, terminations, commands and events with the config's
+    overrides (`rewards`, `observations`, `terminations`, `commands`, `events`: term objects
+    or plain data, `unilab_envs.terms.overrides`) applied."""
     return {
         "observations": merge_groups(observations(c, robot), c.observations),
         "rewards": merge_terms("rewards", rewards(c, robot), c.rewards),
         "terminations": merge_terms("terminations", terminations(robot), c.terminations),
+        "commands": merge_terms("commands", commands(c), c.commands),
+        "events": merge_terms("events", events(c, robot), c.events),
     }
