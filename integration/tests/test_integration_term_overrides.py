@@ -191,3 +191,14 @@ def test_quadruped_velocity_takes_term_overrides_in_the_launcher():
     with pytest.raises(ValueError, match="did you mean 'torques'") as info:
         check_env_options("quadruped-velocity", kwargs)
     assert "task 'quadruped-velocity'" in str(info.value)
+    sets = [
+        "env.events.reset_joints.params.position_range=[-0.2,0.2]",
+        "env.commands.twist.resampling_time_range=[5.0,5.0]",
+    ]
+    kwargs = apply_overrides(make_config("quadruped-velocity", "ppo"), sets).env.kwargs
+    check_env_options("quadruped-velocity", kwargs)
+    kwargs = apply_overrides(
+        make_config("quadruped-velocity", "ppo"), ["env.events.reset_joint=null"]
+    ).env.kwargs
+    with pytest.raises(ValueError, match="did you mean 'reset_joints'"):
+        check_env_options("quadruped-velocity", kwargs)
