@@ -350,6 +350,9 @@ def test_the_command_and_resets_are_terms_changed_by_overrides():
     np.testing.assert_allclose(qpos[:, 3:7], [[1.0, 0.0, 0.0, 0.0]] * 64)  # no yaw drawn
     narrow.task.mjm = narrow.mjm
     np.testing.assert_allclose(qpos[:, _qadr(narrow.task)], [quadruped().default_pose] * 64)
+    # the deployment metadata follows the command term's parameters
+    ranges = narrow.task.deployment_info()["command_ranges"]
+    assert ranges == {"lin_vel_x": [-0.3, 0.3], "lin_vel_y": [-0.2, 0.2], "ang_vel_z": [-0.1, 0.1]}
 
 
 def _bare_quadruped(tmp_path, rename: dict[str, str] | None = None) -> RobotConfig:

@@ -297,17 +297,22 @@ class VelocityTask(TermTask):
 
     def deployment_info(self) -> dict[str, Any]:
         """`Task.deployment_info()`: joint position targets around the default pose, the PD
-        gains of the compiled model's actuators, the observation terms and command ranges."""
-        c = self.config
+        gains of the compiled model's actuators, the observation terms and command ranges
+        (those of the "twist" command's parameters)."""
         info = super().deployment_info()
         info["command_names"] = list(COMMAND_NAMES)
-        info["command_ranges"] = {
-            n: [-b, b] for n, b in zip(COMMAND_NAMES, c.command_bounds_max, strict=True)
-        }
-        if c.curriculum:
-            info["command_ranges_initial"] = {
-                n: [-b, b] for n, b in zip(COMMAND_NAMES, c.command_bounds, strict=True)
-            }
+        if self.terms.functions.get("commands.twist") != "level_velocity_command":
+            return info  # a command of the user's: its ranges are its own
+        p = self.terms.term_params("commands.twist")
+
+        def ranges(bound: Any) -> dict[str, list[float]]:
+            return {n: [-float(b), float(b)] for n, b in zip(COMMAND_NAMES, bound, strict=True)}
+
+        if not self.config.curriculum:  # the level stays 0
+            info["command_ranges"] = ranges(p["bound"])
+            return info
+        info["command_ranges"] = ranges(p["bound_max"])
+        info["command_ranges_initial"] = ranges(p["bound"])
         return info
 
     def curriculum(self) -> Curriculum | None:
