@@ -355,6 +355,17 @@ def test_the_command_and_resets_are_terms_changed_by_overrides():
     assert ranges == {"lin_vel_x": [-0.3, 0.3], "lin_vel_y": [-0.2, 0.2], "ang_vel_z": [-0.1, 0.1]}
 
 
+def test_a_reset_zeroes_the_contact_state():
+    env = unilab_envs.make("quadruped-velocity", num_envs=4, seed=0)
+    env.reset()
+    arrays = [env.task.foot_contact, env.task.air_time, env.task.bad_contact]
+    for a in arrays:
+        a.fill_(1)
+    env.reset()
+    for a in arrays:
+        np.testing.assert_array_equal(a.numpy(), 0)
+
+
 def _bare_quadruped(tmp_path, rename: dict[str, str] | None = None) -> RobotConfig:
     xml = Path(quadruped().mjcf).read_text()
     xml = re.sub(r"<actuator>.*?</actuator>", "", xml, flags=re.S)

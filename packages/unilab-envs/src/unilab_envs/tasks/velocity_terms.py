@@ -2,8 +2,7 @@
 (Isaac Lab's legged-locomotion terms): the observation groups, rewards, terminations, command
 and reset events of a `VelocityConfig` for a robot, the config's term overrides applied. The
 task's arrays the terms read (`Ref`): "foot_contact" [N, F] and "bad_contact" [N] (the
-contact scan; a reset zeroes "foot_contact", the next scan "bad_contact"), "air_time"
-[N, F] (feet_air_time's timers, zeroed at reset)."""
+contact scan), "air_time" [N, F] (feet_air_time's timers); a reset zeroes the three."""
 
 from __future__ import annotations
 
@@ -25,7 +24,7 @@ from unilab_envs.terms import (
 from unilab_envs.terms.overrides import merge_groups, merge_terms
 
 TASK_ARRAYS = ("foot_contact", "bad_contact", "air_time")
-ZERO_ON_RESET = ("foot_contact", "air_time")  # of TASK_ARRAYS, in the terms' reset launch
+ZERO_ON_RESET = TASK_ARRAYS  # in the terms' reset launch
 AIR_TIME_COMMAND_THRESHOLD = 0.1  # m/s: no air-time reward below this planar command
 
 

@@ -216,7 +216,7 @@ class StateField:
 def reset_kernel(
     stateful: Sequence[tuple[Call, Sequence[StateField]]],
     histories: int = 0,
-    zeroed: Sequence[int] = (),
+    zeroed: Sequence[tuple[int, str]] = (),
     events: Sequence[Call] = (),
     intervals: Sequence[Call] = (),
     commands: Sequence[tuple[Call, int]] = (),
@@ -225,8 +225,8 @@ def reset_kernel(
     """Kernel(seed, counter [1], mask [N], s, p_*..., ranges, i_0..., c_0..., h_0...,
     z_0...), one thread per world, once per step: in the masked (reset) worlds, runs the
     `curricula` (each with its own RNG state), then zeroes the
-    listed term state, observation histories and the task's arrays `z_*` (their ndims
-    `zeroed`), runs the reset `events` in order and draws each interval event's first time;
+    listed term state, observation histories and the task's arrays `z_*` (`zeroed`: their
+    (ndim, dtype "float" or "wp.int32")), runs the reset `events` in order and draws each interval event's first time;
     in the other worlds, counts the interval events' times `i_*` down and runs an event whose
     time ran out (drawing its next time); then, in every world, counts each command term's
     time `c_*` down and calls the term (`resample`: reset or its time ran out, after a new
@@ -241,7 +241,8 @@ def reset_kernel(
     args += [f"c_{j}: wp.array(dtype=float)" for j in range(len(commands))]
     args += [f"h_{i}: wp.array2d(dtype=float)" for i in range(histories)]
     args += [
-        f"z_{i}: wp.array{'' if d == 1 else f'{d}d'}(dtype=float)" for i, d in enumerate(zeroed)
+        f"z_{i}: wp.array{'' if d == 1 else f'{d}d'}(dtype={dtype})"
+        for i, (d, dtype) in enumerate(zeroed)
     ]
     lines = ["w = wp.tid()", "n = counter[0]", "reset = mask[w]", "dt = s.step_dt"]
     lines += ["rng = wp.uint32(0)", "if reset:", "    dt = 0.0"]
@@ -253,8 +254,8 @@ def reset_kernel(
             lines += _zero(f"{c.arg}.{f.name}", f.ndim, f.zero, "    ")
     for i in range(histories):
         lines += _zero(f"h_{i}", 2, "0.0", "    ")
-    for i, d in enumerate(zeroed):
-        lines += _zero(f"z_{i}", d, "0.0", "    ")
+    for i, (d, dtype) in enumerate(zeroed):
+        lines += _zero(f"z_{i}", d, "0.0" if dtype == "float" else "0", "    ")
     if events or intervals:
         lines += [f"    rng = world_rng(seed, n, w, {STREAM_RESET_EVENTS})"]
     for c in events:

@@ -113,8 +113,8 @@ class CompiledTerms:
     """A task's observation groups, rewards, terminations, commands, events and curricula,
     compiled (see module doc). `noise_stream`: the RNG stream of the first group's observation
     noise (group g: + 16 g). `zero_on_reset`: names of the task's arrays (`bind`'s `arrays`,
-    float, 1 to 3 dimensions, leading N) that a reset zeroes in the same launch (e.g. sensor
-    histories).
+    float or int32, 1 to 3 dimensions, leading N) that a reset zeroes in the same launch
+    (e.g. sensor histories).
     The commands' columns follow their order (`command_columns`); their widths must sum to
     the scene's `command_dim`.
 
@@ -243,7 +243,7 @@ class CompiledTerms:
         more += [t for t, _, _ in self._commands]
         return out + [t for t in more if t not in out]
 
-    def _reset_kernel(self, zeroed: Sequence[int]) -> Any:
+    def _reset_kernel(self, zeroed: Sequence[tuple[int, str]]) -> Any:
         stateful = [t for t in self._all() if t.state]
         resets = [t.call for t, _ in self._events["reset"]]
         intervals = [t.call for t, _ in self._events["interval"]]
@@ -356,11 +356,17 @@ class CompiledTerms:
             array = self._arrays.get(name)
             if array is None:
                 raise closest(name, self._arrays, "array to zero on reset")
-            if array.dtype is not wp.float32 or not 1 <= array.ndim <= 3:
-                raise ValueError(f"zero_on_reset {name!r}: a float array of 1 to 3 dimensions")
+            if array.dtype not in (wp.float32, wp.int32) or not 1 <= array.ndim <= 3:
+                raise ValueError(
+                    f"zero_on_reset {name!r}: a float or int32 array of 1 to 3 dimensions"
+                )
             self._zero_arrays.append(array)
         if self._zeroed:
-            self._reset = self._reset_kernel([a.ndim for a in self._zero_arrays])
+            zeroed = [
+                (a.ndim, "float" if a.dtype is wp.float32 else "wp.int32")
+                for a in self._zero_arrays
+            ]
+            self._reset = self._reset_kernel(zeroed)
 
     def _resolve(self, t: _Term, field: str, typ: Any, value: Any) -> Any:
         label = f"{t.label}.{field}"
