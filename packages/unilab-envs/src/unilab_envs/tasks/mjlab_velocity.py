@@ -566,10 +566,8 @@ class MjlabVelocityTask(Task):
             arrays["scan_pnt"], arrays["scan_vec"], arrays["scan_dist"] = self._scan_arrays[:3]
             arrays["scan_heights"] = self._scan_arrays[3]
         self.terms.bind(state, n, dev, arrays)
-        term_state = self.terms.state_arrays()
-        for name, key in STATE_NAMES.items():
-            if key in term_state:
-                setattr(self, name, term_state[key])
+        for name, array in self.terms.named_state(STATE_NAMES)[0].items():
+            setattr(self, name, array)
         self.terms.startup(ctx.seed)  # foot_friction, base_com, encoder_bias
         # The constants that depend on the COM (inverse weights: the constraint solver's
         # regularization, so contact forces), per world, as MJLab's set_const after base_com.
@@ -577,8 +575,7 @@ class MjlabVelocityTask(Task):
 
     def state_arrays(self) -> dict[str, wp.array]:
         """The terms' per-world state that is not a task attribute (`STATE_NAMES`)."""
-        named = set(STATE_NAMES.values())
-        return {"terms." + k: v for k, v in self.terms.state_arrays().items() if k not in named}
+        return self.terms.named_state(STATE_NAMES)[1]
 
     def _bind_terrain(self, ctx: TaskContext) -> None:
         """The height scans, the terrain levels and the arrays the kernels read on flat."""

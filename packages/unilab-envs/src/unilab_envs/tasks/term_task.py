@@ -115,6 +115,11 @@ class TermTask(Task):
     adds to. `noise_stream`: the observation noise's RNG stream; `zero_on_reset`: names of
     `term_arrays` a reset zeroes (both `CompiledTerms`)."""
 
+    STATE_NAMES: Mapping[str, str] = {}
+    """Term state a subclass keeps under the name it had before it was term state: {task
+    attribute (saved as "task.<name>"): "<kind>.<term>.<field>"}; the rest is saved as
+    "task.terms.<kind>.<term>.<field>"."""
+
     def __init__(
         self,
         robot: RobotConfig,
@@ -186,10 +191,13 @@ class TermTask(Task):
         )  # fmt: skip
         self._qb, self._vb = self.env_state.root_qadr, self.env_state.root_dadr
         self.terms.bind(self.env_state, n, dev, self.term_arrays())
+        for name, array in self.terms.named_state(self.STATE_NAMES)[0].items():
+            setattr(self, name, array)
         self.terms.startup(ctx.seed)
 
     def state_arrays(self) -> dict[str, wp.array]:
-        return {"terms." + k: v for k, v in self.terms.state_arrays().items()}
+        """The terms' per-world state that is not a task attribute (`STATE_NAMES`)."""
+        return self.terms.named_state(self.STATE_NAMES)[1]
 
     def deployment_info(self) -> dict[str, Any]:
         """The joint-position action's facts and the observation layout of the term lists."""

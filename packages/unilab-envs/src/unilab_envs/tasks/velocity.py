@@ -185,6 +185,8 @@ class VelocityTask(TermTask):
     (`velocity_terms`, compiled by `TermTask`); the contact scan, the curriculum and the
     domain randomization are its own."""
 
+    STATE_NAMES = STATE_NAMES
+
     def __init__(self, robot: RobotConfig, config: VelocityConfig | None = None) -> None:
         if not isinstance(robot, RobotConfig):
             raise TypeError(f"robot must be a RobotConfig, got {type(robot).__name__}")
@@ -268,16 +270,7 @@ class VelocityTask(TermTask):
         self.foot_contact = wp.zeros((n, f), dtype=float, device=dev)
         self.bad_contact = wp.zeros(n, dtype=wp.int32, device=dev)
         super().bind(ctx)  # the command, the terms' state
-        term_state = self.terms.state_arrays()
-        for name, key in STATE_NAMES.items():
-            if key in term_state:
-                setattr(self, name, term_state[key])
         self._a = {k: wp.array(v, dtype=wp.int32, device=dev) for k, v in self._host.items()}
-
-    def state_arrays(self) -> dict[str, wp.array]:
-        """The terms' per-world state that is not a task attribute (`STATE_NAMES`)."""
-        named = set(STATE_NAMES.values())
-        return {"terms." + k: v for k, v in self.terms.state_arrays().items() if k not in named}
 
     def velocity_tracking(self, obs: Any) -> dict[str, Any]:
         """The command and the base velocities of an env observation (torch views of its

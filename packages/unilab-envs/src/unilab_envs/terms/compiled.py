@@ -504,6 +504,22 @@ class CompiledTerms:
         [N, size]."""
         return dict(self._state_arrays)
 
+    def named_state(
+        self, names: Mapping[str, str]
+    ) -> tuple[dict[str, wp.array], dict[str, wp.array]]:
+        """The terms' state split for a task's `state_dict`: ({task name: array} of the
+        state `names` maps a task attribute to ({task name: "<kind>.<term>.<field>"}, the names
+        a task gave it before it was term state), {"terms.<kind>.<term>.<field>": array} of
+        the rest)."""
+        named = {
+            name: self._state_arrays[key]
+            for name, key in names.items()
+            if key in self._state_arrays
+        }
+        taken = set(names.values())
+        rest = {"terms." + k: v for k, v in self._state_arrays.items() if k not in taken}
+        return named, rest
+
     def term_params(self, label: str) -> dict[str, Any]:
         """The parameters of the term at `label` ("<kind>.<term>", observations
         "observations.<group>.<term>") as configured, its defaults included (host values)."""
