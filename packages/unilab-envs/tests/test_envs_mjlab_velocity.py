@@ -168,7 +168,7 @@ def _command_update(env):
 
 
 def test_command_heading_standing_and_resampling(env):
-    from unilab_envs.tasks import _mjlab_kernels as K
+    from unilab_envs.mdp import commands as K
 
     task = env.task
     _set_state(env, (1.0, 0.0, 0.0, 0.0), np.zeros(3), np.zeros(3))  # heading 0

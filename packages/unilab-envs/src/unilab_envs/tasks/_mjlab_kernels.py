@@ -15,13 +15,6 @@ from __future__ import annotations
 
 import warp as wp
 
-from unilab_envs.mdp import commands
-
-# the twist command's flags (`mdp.uniform_velocity_command`)
-FLAG_HEADING = commands.FLAG_HEADING
-FLAG_STANDING = commands.FLAG_STANDING
-FLAG_FORWARD = commands.FLAG_FORWARD
-
 
 @wp.struct
 class Params:
