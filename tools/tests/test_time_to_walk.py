@@ -153,6 +153,26 @@ def test_a_run_meets_the_reference_within_the_evaluators_noise():
     )
 
 
+def test_when_mjlabs_seeds_disagree_each_seed_is_a_reference_as_well():
+    # G1's two MJLab seeds at 600 s trade tracking for survival: neither meets their mean
+    fast = _run("mjlab", [(560, 0.86, 0.53, 0.77)])
+    safe = _run("mjlab", [(570, 1.05, 0.51, 0.95)])
+    safe["seed"] = 1
+    run = _run("unilab", [(100, 1.0, 0.5, 0.96), (150, 0.8, 0.5, 0.8)])
+    table = ttw.summary([fast, safe, run], 600.0)["g1-velocity-flat"]
+    assert [(s["seed"], s["meets_mean"]) for s in table["seed_references"]] == [
+        (0, False),
+        (1, False),
+    ]
+    assert table["runs"][2]["time_to_reference_s"] is None  # 0.955 m/s mean: not at 100 s
+    assert table["runs"][2]["time_to_seed_s"] == {"0": 150, "1": 100}
+    # seeds that agree add nothing
+    agree = _run("mjlab", [(560, 0.86, 0.53, 0.77)])
+    agree["seed"] = 1
+    table = ttw.summary([fast, agree, run], 600.0)["g1-velocity-flat"]
+    assert "seed_references" not in table and "time_to_seed_s" not in table["runs"][2]
+
+
 def _level_run(side, pts):
     return {
         "side": side,
