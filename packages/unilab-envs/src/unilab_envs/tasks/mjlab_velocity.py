@@ -10,6 +10,11 @@ levels and out-of-bounds time-out). The term-by-term table, with every differenc
 reason, is docs/envs-mjlab.md; the observation, reward, termination, command and event terms
 (and rough's terrain-levels curriculum) are in `tasks/mjlab_terms.py`, the action and
 contact-sensor kernels in the library (`unilab_envs.mdp.actions`, `unilab_envs.mdp.sensors`).
+The terms read the state as MJLab's `ManagerBasedRlEnv.step` does: rewards and terminations the
+derived fields (`xmat`, `xpos`, `cvel`, `subtree_com`, `site_xpos`) the last `mujoco_warp.step`
+left (one substep stale), observations after the env's `forward` (`forward_after_reset`); foot
+heights are sampled at observation time and read by the next step's rewards, as MJLab's
+sensor cache is.
 
 Action: float32 [N, J] (Go1 12, G1 29 joints), unbounded (`action_bound=None`, as MJLab's):
 joint target = default pose + scale * action - encoder bias.
