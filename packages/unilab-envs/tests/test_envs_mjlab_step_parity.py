@@ -26,7 +26,7 @@ import pytest
 import torch
 from test_envs_mjlab_parity import ATOL, HF_FORCE_RTOL, Errors, Replay
 
-# UniLab's command flags (tasks/_mjlab_kernels.py) from MJLab's command state.
+# UniLab's command flags (mdp/commands.py) from MJLab's command state.
 FLAG_HEADING, FLAG_STANDING, FLAG_FORWARD = 1, 2, 4
 
 

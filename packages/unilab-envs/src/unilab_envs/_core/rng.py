@@ -16,6 +16,9 @@ STREAM_DR_GAIN = 3
 STREAM_PUSH = 4
 STREAM_PUSH_TIMER = 5
 STREAM_EPISODE_START = 6
+# The policy group's observation noise of `quadruped-velocity` and `humanoid-velocity` (their
+# terms' observe kernel; other term tasks draw theirs from `terms.codegen.STREAM_OBS_NOISE`).
+STREAM_VELOCITY_OBS_NOISE = 103
 
 
 @wp.func

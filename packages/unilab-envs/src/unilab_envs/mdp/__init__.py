@@ -1,6 +1,10 @@
 """The library of terms (MJLab 1.6.0's names): `warp.func`s over `unilab_envs.terms.EnvState`
 for observations, rewards, terminations, commands, events and curricula. `get(name)` finds one
 by name; `LIBRARY` lists them as {name: (kind, function)}.
+
+Besides the terms, the kernels a task launches itself: the joint-position action
+(`mdp.actions`) and the contact sensors and env step counter whose arrays terms read
+(`mdp.sensors`).
 """
 
 from __future__ import annotations
@@ -14,6 +18,8 @@ from unilab_envs.mdp import rewards as _rew
 from unilab_envs.mdp import terminations as _term
 from unilab_envs.mdp import terrain as _ter
 from unilab_envs.mdp import velocity as _vel
+from unilab_envs.mdp.actions import apply_joint_position_action as apply_joint_position_action
+from unilab_envs.mdp.actions import joint_position_action as joint_position_action
 from unilab_envs.mdp.commands import LevelVelocityCommandParams as LevelVelocityCommandParams
 from unilab_envs.mdp.commands import UniformVelocityCommandParams as UniformVelocityCommandParams
 from unilab_envs.mdp.commands import level_velocity_command as level_velocity_command
@@ -63,6 +69,11 @@ from unilab_envs.mdp.rewards import track_angular_velocity as track_angular_velo
 from unilab_envs.mdp.rewards import track_lin_vel_xy_exp as track_lin_vel_xy_exp
 from unilab_envs.mdp.rewards import track_linear_velocity as track_linear_velocity
 from unilab_envs.mdp.rewards import upright as upright
+from unilab_envs.mdp.sensors import ContactSensorParams as ContactSensorParams
+from unilab_envs.mdp.sensors import clear_ground_contacts as clear_ground_contacts
+from unilab_envs.mdp.sensors import count_env_step as count_env_step
+from unilab_envs.mdp.sensors import scan_ground_contacts as scan_ground_contacts
+from unilab_envs.mdp.sensors import track_contact_sensors as track_contact_sensors
 from unilab_envs.mdp.terminations import ContactParams as ContactParams
 from unilab_envs.mdp.terminations import LimitAngleParams as LimitAngleParams
 from unilab_envs.mdp.terminations import MinimumHeightParams as MinimumHeightParams
@@ -158,6 +169,7 @@ __all__ = [
     "ComOffsetParams",
     "ContactFlagParams",
     "ContactParams",
+    "ContactSensorParams",
     "EncoderBiasParams",
     "FootParams",
     "ForceHistoryParams",
@@ -182,5 +194,11 @@ __all__ = [
     "UprightParams",
     "VectorSensorParams",
     *LIBRARY,
+    "apply_joint_position_action",
+    "clear_ground_contacts",
+    "count_env_step",
     "get",
+    "joint_position_action",
+    "scan_ground_contacts",
+    "track_contact_sensors",
 ]

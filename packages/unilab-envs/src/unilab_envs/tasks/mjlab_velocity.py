@@ -9,7 +9,12 @@ events and curricula; one task class, the robots and terrains differ only in
 levels and out-of-bounds time-out). The term-by-term table, with every difference and its
 reason, is docs/envs-mjlab.md; the observation, reward, termination, command and event terms
 (and rough's terrain-levels curriculum) are in `tasks/mjlab_terms.py`, the action and
-contact-sensor kernels in `tasks/_mjlab_kernels.py`.
+contact-sensor kernels in the library (`unilab_envs.mdp.actions`, `unilab_envs.mdp.sensors`).
+The terms read the state as MJLab's `ManagerBasedRlEnv.step` does: rewards and terminations the
+derived fields (`xmat`, `xpos`, `cvel`, `subtree_com`, `site_xpos`) the last `mujoco_warp.step`
+left (one substep stale), observations after the env's `forward` (`forward_after_reset`); foot
+heights are sampled at observation time and read by the next step's rewards, as MJLab's
+sensor cache is.
 
 Action: float32 [N, J] (Go1 12, G1 29 joints), unbounded (`action_bound=None`, as MJLab's):
 joint target = default pose + scale * action - encoder bias.
@@ -39,7 +44,8 @@ import warp as wp
 
 from unilab_envs._core.task import Capacity, Task, TaskContext, TaskSpec
 from unilab_envs.joint_mirror import joint_mirror, mirror_name
-from unilab_envs.tasks import _mjlab_kernels as K
+from unilab_envs.mdp.actions import apply_joint_position_action
+from unilab_envs.mdp.sensors import ContactSensorParams, count_env_step, track_contact_sensors
 from unilab_envs.tasks import mjlab_terms, robots
 from unilab_envs.tasks.robot_model import joint_position_info, named_ids, robot_spec
 from unilab_envs.tasks.robots import RobotConfig
@@ -523,9 +529,9 @@ class MjlabVelocityTask(Task):
             idx = np.linspace(0, n - 1, min(c.terrain_normal_points, n)).astype(np.int64)
             self._host["normal_idx"] = idx.astype(i32)
 
-    def params(self) -> K.Params:
+    def params(self) -> ContactSensorParams:
         c = self.config
-        p = K.Params()
+        p = ContactSensorParams()
         p.nfoot, p.physics_dt = len(c.foot_contacts), c.physics_dt
         p.self_force_adr = self._self_force
         return p
@@ -721,17 +727,11 @@ class MjlabVelocityTask(Task):
     # ------------------------------------------------------------------ device side
     def apply_action(self, ctx: TaskContext) -> None:
         a = self._a
-        wp.launch(
-            K.apply_action,
-            dim=(ctx.num_envs, self.robot.num_joints),
-            inputs=[ctx.action, a["act_id"], a["default"], a["scale"], self.encoder_bias],
-            outputs=[ctx.data.ctrl],
-            device=ctx.device,
-        )
+        apply_joint_position_action(ctx, a["act_id"], a["default"], a["scale"], self.encoder_bias)
 
     def post_substep(self, ctx: TaskContext) -> None:
         wp.launch(
-            K.track_contacts,
+            track_contact_sensors,
             dim=ctx.num_envs,
             inputs=[self._p, ctx.data.sensordata, self._a["found_adr"], self._a["touch_adr"]],
             outputs=[self.air_time, self.contact_time, self.self_collision_force, self.touch_force],
@@ -739,7 +739,7 @@ class MjlabVelocityTask(Task):
         )
 
     def post_physics(self, ctx: TaskContext) -> None:
-        wp.launch(K.count_step, dim=1, outputs=[self.env_step], device=ctx.device)
+        wp.launch(count_env_step, dim=1, outputs=[self.env_step], device=ctx.device)
 
     def evaluate(
         self, ctx: TaskContext, reward: wp.array, terminated: wp.array, log: wp.array

@@ -21,7 +21,7 @@ import numpy as np
 import warp as wp
 
 from unilab_envs._core.task import Task, TaskContext, TaskSpec
-from unilab_envs.tasks._mjlab_kernels import apply_action
+from unilab_envs.mdp.actions import apply_joint_position_action
 from unilab_envs.tasks.robot_model import joint_position_info, named_ids, robot_spec
 from unilab_envs.tasks.robots import RobotConfig
 from unilab_envs.terms import CompiledTerms, Scene, codegen, robot_state
@@ -207,19 +207,9 @@ class TermTask(Task):
         return info
 
     def apply_action(self, ctx: TaskContext) -> None:
-        s = self.env_state
-        wp.launch(
-            apply_action,
-            dim=(ctx.num_envs, self.robot.num_joints),
-            inputs=[
-                ctx.action,
-                self._action["act_id"],
-                s.default_joint_pos,
-                self._action["scale"],
-                self._action["zero_bias"],
-            ],
-            outputs=[ctx.data.ctrl],
-            device=ctx.device,
+        a = self._action
+        apply_joint_position_action(
+            ctx, a["act_id"], self.env_state.default_joint_pos, a["scale"], a["zero_bias"]
         )
 
     def evaluate(self, ctx: TaskContext, reward, terminated, log) -> None:

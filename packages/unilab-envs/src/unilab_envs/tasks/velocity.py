@@ -35,7 +35,7 @@ step its time runs out in (after the rewards) and at a reset. A reset ("reset_ba
 "reset_joints"): the base upright at `init_height` with a uniform yaw and velocities uniform
 in +-`reset_lin_vel` (world frame) and +-`reset_ang_vel` (base frame) per axis, the joints
 at the default pose plus +-`reset_joint_noise`, clamped to their range. The contact scan is
-the task's own kernel (`_velocity_kernels`).
+the library's (`unilab_envs.mdp.sensors`).
 Curriculum (`curriculum=True`): a `LevelCurriculum` on the episode sum of "track_lin_vel";
 level l in [0, 1] scales the command bounds from `command_bounds` (l = 0) to
 `command_bounds_max` (l = 1); one level up when the mean episode sum reaches
@@ -53,10 +53,11 @@ import mujoco
 import numpy as np
 import warp as wp
 
+from unilab_envs._core.rng import STREAM_VELOCITY_OBS_NOISE
 from unilab_envs._core.task import Capacity, TaskContext
 from unilab_envs.curriculum import Curriculum, LevelCurriculum
+from unilab_envs.mdp.sensors import clear_ground_contacts, scan_ground_contacts
 from unilab_envs.randomization import DomainRandomization
-from unilab_envs.tasks import _velocity_kernels as K
 from unilab_envs.tasks import velocity_terms
 from unilab_envs.tasks.robot_model import (
     build_robot_model,
@@ -205,7 +206,7 @@ class VelocityTask(TermTask):
             robot,
             term_config,
             name,
-            noise_stream=K.STREAM_OBS_NOISE,
+            noise_stream=STREAM_VELOCITY_OBS_NOISE,
             zero_on_reset=velocity_terms.ZERO_ON_RESET,
         )
         self.config = cfg
@@ -339,14 +340,14 @@ class VelocityTask(TermTask):
     def post_physics(self, ctx: TaskContext) -> None:
         a, d, n, nfoot = self._a, ctx.data, ctx.num_envs, len(self.robot.foot_bodies)
         wp.launch(
-            K.clear_contacts,
+            clear_ground_contacts,
             dim=n,
             inputs=[nfoot],
             outputs=[self.foot_contact, self.bad_contact],
             device=ctx.device,
         )
         wp.launch(
-            K.scan_contacts,
+            scan_ground_contacts,
             dim=d.naconmax,
             inputs=[
                 d.nacon,
