@@ -82,6 +82,72 @@ def test_the_root_reset_at_rest_by_default():
     np.testing.assert_array_equal(ang_b, 0.0)
 
 
+def _mjlab_quat(roll, pitch, yaw) -> np.ndarray:
+    """MJLab's `quat_from_euler_xyz` (w, x, y, z), in float64."""
+    cr, sr = np.cos(0.5 * roll), np.sin(0.5 * roll)
+    cp, sp = np.cos(0.5 * pitch), np.sin(0.5 * pitch)
+    cy, sy = np.cos(0.5 * yaw), np.sin(0.5 * yaw)
+    return np.stack(
+        [
+            cy * cr * cp + sy * sr * sp,
+            cy * sr * cp - sy * cr * sp,
+            cy * cr * sp + sy * sr * cp,
+            sy * cr * cp - cy * sr * sp,
+        ],
+        axis=-1,
+    )
+
+
+def _rotation(q: np.ndarray) -> np.ndarray:
+    """Rotation matrices [N, 3, 3] of unit quaternions (w, x, y, z) [N, 4]."""
+    w, x, y, z = q.T
+    return np.stack(
+        [
+            [1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)],
+            [2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)],
+            [2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)],
+        ]
+    ).transpose(2, 0, 1)
+
+
+def _root_pose(env: VecEnv) -> tuple[np.ndarray, np.ndarray]:
+    s = env.task.env_state
+    qpos, qvel = env.ctx.data.qpos.numpy(), env.ctx.data.qvel.numpy()
+    return qpos[:, s.root_qadr + 3 : s.root_qadr + 7], qvel[:, s.root_dadr + 3 : s.root_dadr + 6]
+
+
+def test_the_root_reset_turns_the_base_by_roll_pitch_yaw_as_mjlab():
+    # ranges of width 0 draw nothing: the orientation is MJLab's composition of the three
+    angles = {"pose_roll": (0.3, 0.3), "pose_pitch": (-0.2, -0.2), "pose_yaw": (1.1, 1.1)}
+    env = _env({"base": _reset_base(**angles, velocity_roll=(0.5, 0.5))})
+    env.reset()
+    q, ang_b = _root_pose(env)
+    want = _mjlab_quat(0.3, -0.2, 1.1)
+    np.testing.assert_allclose(q, np.broadcast_to(want, q.shape), atol=1e-6)
+    # the world-frame roll rate, held by the free joint in the turned base's frame
+    want_b = _rotation(want[None])[0].T @ np.array([0.5, 0.0, 0.0])
+    np.testing.assert_allclose(ang_b, np.broadcast_to(want_b, ang_b.shape), atol=1e-6)
+
+
+def test_the_root_reset_draws_roll_and_pitch_in_their_ranges():
+    ranges = {"pose_roll": (-0.4, 0.1), "pose_pitch": (0.05, 0.3)}
+    env = _env({"base": _reset_base(**ranges)})
+    env.reset()
+    q, _ = _root_pose(env)
+    w, x, y, z = q.astype(np.float64).T
+    # the Euler angles of R = Rz(yaw) Ry(pitch) Rx(roll), MJLab's convention
+    roll = np.arctan2(2 * (w * x + y * z), 1 - 2 * (x * x + y * y))
+    pitch = np.arcsin(np.clip(2 * (w * y - z * x), -1.0, 1.0))
+    yaw = np.arctan2(2 * (w * z + x * y), 1 - 2 * (y * y + z * z))
+    for angle, (lo, hi) in zip((roll, pitch), ranges.values(), strict=True):
+        assert lo - 1e-5 <= angle.min() and angle.max() <= hi + 1e-5
+        assert np.ptp(angle) > 0.8 * (hi - lo)  # drawn per world, not constant
+    assert np.ptp(yaw) > 5.0
+    np.testing.assert_allclose(q, _mjlab_quat(roll, pitch, yaw), atol=1e-5)
+    # independent draws: roll and pitch do not move together
+    assert abs(np.corrcoef(roll, pitch)[0, 1]) < 0.2
+
+
 def _joint_positions(soft_limits: int) -> tuple[np.ndarray, np.ndarray]:
     params = {"position_range": (-10.0, 10.0), "soft_limits": soft_limits}
     env = _env(

@@ -15,17 +15,20 @@ from unilab_envs.terms.state import EnvState
 
 @wp.struct
 class RootStateParams:
-    """pose_x, pose_y, pose_z, pose_yaw: (low, high) of the base's offsets (m, rad) from
-    (origin x, origin y, origin z + height), upright; origin: each world's origin [N] (e.g. a
-    terrain tile's, a `Ref`; empty: 0). velocity_x, velocity_y, velocity_z (m/s),
-    velocity_roll, velocity_pitch, velocity_yaw (rad/s): (low, high) of the base's velocity,
-    world frame (MJLab's velocity_range; a range of width 0 draws nothing);
-    body_frame_ang_vel: 1: the roll, pitch and yaw rate ranges are the base frame's (the free
-    joint's own coordinates) instead of the world's."""
+    """pose_x, pose_y, pose_z, pose_roll, pose_pitch, pose_yaw: (low, high) of the base's
+    offsets (m, rad) from (origin x, origin y, origin z + height) and from upright (MJLab's
+    pose_range; a roll or pitch range of width 0 draws nothing, upright by default); origin:
+    each world's origin [N] (e.g. a terrain tile's, a `Ref`; empty: 0). velocity_x,
+    velocity_y, velocity_z (m/s), velocity_roll, velocity_pitch, velocity_yaw (rad/s): (low,
+    high) of the base's velocity, world frame (MJLab's velocity_range; a range of width 0 draws
+    nothing); body_frame_ang_vel: 1: the roll, pitch and yaw rate ranges are the base frame's
+    (the free joint's own coordinates) instead of the world's."""
 
     pose_x: wp.vec2
     pose_y: wp.vec2
     pose_z: wp.vec2
+    pose_roll: wp.vec2
+    pose_pitch: wp.vec2
     pose_yaw: wp.vec2
     height: float
     origin: wp.array(dtype=wp.vec3)
@@ -46,11 +49,28 @@ def _draw_if_wide(rng: wp.uint32, r: wp.vec2) -> float:
     return r[0]
 
 
+@wp.func
+def quat_from_euler_xyz(roll: float, pitch: float, yaw: float) -> wp.quat:
+    """The rotation of Euler angles roll, pitch, yaw (rad; x, then y, then z axis, fixed
+    frame: R = Rz(yaw) Ry(pitch) Rx(roll)), as MJLab's `quat_from_euler_xyz` composes it."""
+    cr, sr = wp.cos(0.5 * roll), wp.sin(0.5 * roll)
+    cp, sp = wp.cos(0.5 * pitch), wp.sin(0.5 * pitch)
+    cy, sy = wp.cos(0.5 * yaw), wp.sin(0.5 * yaw)
+    return wp.quat(
+        cy * sr * cp - sy * cr * sp,
+        cy * cr * sp + sy * sr * cp,
+        sy * cr * cp - cy * sr * sp,
+        cy * cr * cp + sy * sr * sp,
+    )
+
+
 @term(
     defaults={
         "pose_x": (0.0, 0.0),
         "pose_y": (0.0, 0.0),
         "pose_z": (0.0, 0.0),
+        "pose_roll": (0.0, 0.0),
+        "pose_pitch": (0.0, 0.0),
         "pose_yaw": (0.0, 0.0),
         "origin": np.zeros((0, 3), np.float32),
         "velocity_x": (0.0, 0.0),
@@ -64,9 +84,10 @@ def _draw_if_wide(rng: wp.uint32, r: wp.vec2) -> float:
 )
 @wp.func
 def reset_root_state_uniform(w: int, rng: wp.uint32, s: EnvState, p: RootStateParams) -> wp.uint32:
-    """The base at its origin plus offsets uniform in the ranges (yaw drawn first), upright,
-    at a velocity uniform in the velocity ranges (drawn after the pose, x to yaw; at rest
-    with the default ranges)."""
+    """The base at its origin plus offsets uniform in the ranges (yaw drawn first, then x,
+    y, z, roll, pitch), turned by the Euler angles roll, pitch, yaw from upright (MJLab's
+    composition), at a velocity uniform in the velocity ranges (drawn after the pose, x to
+    yaw; at rest with the default ranges)."""
     yaw = wp.randf(rng, p.pose_yaw[0], p.pose_yaw[1])
     o = wp.vec3()
     if p.origin.shape[0] > 0:
@@ -75,10 +96,19 @@ def reset_root_state_uniform(w: int, rng: wp.uint32, s: EnvState, p: RootStatePa
     s.qpos[w, b + 0] = o[0] + wp.randf(rng, p.pose_x[0], p.pose_x[1])
     s.qpos[w, b + 1] = o[1] + wp.randf(rng, p.pose_y[0], p.pose_y[1])
     s.qpos[w, b + 2] = o[2] + p.height + wp.randf(rng, p.pose_z[0], p.pose_z[1])
-    s.qpos[w, b + 3] = wp.cos(0.5 * yaw)
-    s.qpos[w, b + 4] = 0.0
-    s.qpos[w, b + 5] = 0.0
-    s.qpos[w, b + 6] = wp.sin(0.5 * yaw)
+    # roll and pitch after the position (MJLab's order x, y, z, roll, pitch, yaw, but for
+    # yaw), drawn here rather than in a `wp.func`: one gets a copy of `rng` and would not
+    # advance it, so roll and pitch would share one number
+    roll, pitch = p.pose_roll[0], p.pose_pitch[0]
+    if p.pose_roll[1] > p.pose_roll[0]:
+        roll = wp.randf(rng, p.pose_roll[0], p.pose_roll[1])
+    if p.pose_pitch[1] > p.pose_pitch[0]:
+        pitch = wp.randf(rng, p.pose_pitch[0], p.pose_pitch[1])
+    q = quat_from_euler_xyz(roll, pitch, yaw)  # MuJoCo's qpos holds (w, x, y, z)
+    s.qpos[w, b + 3] = q[3]
+    s.qpos[w, b + 4] = q[0]
+    s.qpos[w, b + 5] = q[1]
+    s.qpos[w, b + 6] = q[2]
     lin = wp.vec3(
         _draw_if_wide(rng, p.velocity_x),
         _draw_if_wide(rng, p.velocity_y),
@@ -91,7 +121,7 @@ def reset_root_state_uniform(w: int, rng: wp.uint32, s: EnvState, p: RootStatePa
     )
     if p.body_frame_ang_vel == 0 and wp.length_sq(ang) > 0.0:
         # the free joint holds the base frame's angular velocity (at rest: exact zeros)
-        ang = wp.quat_rotate_inv(wp.quat_from_axis_angle(wp.vec3(0.0, 0.0, 1.0), yaw), ang)
+        ang = wp.quat_rotate_inv(q, ang)
     for i in range(3):
         s.qvel[w, v + i] = lin[i]
         s.qvel[w, v + 3 + i] = ang[i]

@@ -195,12 +195,14 @@ def observe_kernel(
 # stream of `TerrainLevels.move`'s promotion draw); the reset events of a world share one RNG
 # state (stream STREAM_RESET_EVENTS, each event continuing where the one before stopped), then
 # the interval events' first times; interval event i draws its time and its own values from STREAM_INTERVAL
-# + 16 i, command term j its time and values from STREAM_COMMAND + 16 j; the startup events
-# share STREAM_STARTUP (counter 0).
+# + 16 i (one with global time: its shared time from world 0 of STREAM_GLOBAL_INTERVAL + 16 i,
+# its values from STREAM_INTERVAL + 16 i), command term j its time and values from
+# STREAM_COMMAND + 16 j; the startup events share STREAM_STARTUP (counter 0).
 STREAM_RESET_EVENTS = 110
 STREAM_COMMAND = 111
 STREAM_INTERVAL = 112
 STREAM_STARTUP = 114
+STREAM_GLOBAL_INTERVAL = 115
 STREAM_CURRICULUM = 121
 
 
@@ -221,6 +223,8 @@ def reset_kernel(
     intervals: Sequence[Call] = (),
     commands: Sequence[tuple[Call, int]] = (),
     curricula: Sequence[Call] = (),
+    min_steps: Sequence[int] = (),
+    global_time: Sequence[bool] = (),
 ) -> Any:
     """Kernel(seed, counter [1], mask [N], s, p_*..., ranges, i_0..., c_0..., h_0...,
     z_0...), one thread per world, once per step: in the masked (reset) worlds, runs the
@@ -230,13 +234,23 @@ def reset_kernel(
     in the other worlds, counts the interval events' times `i_*` down and runs an event whose
     time ran out (drawing its next time); then, in every world, counts each command term's
     time `c_*` down and calls the term (`resample`: reset or its time ran out, after a new
-    time is drawn). `ranges` holds (low, high) of each interval event, then of each command."""
+    time is drawn). `ranges` holds (low, high) of each interval event, then of each command.
+
+    `min_steps` (one per reset event; empty: all 0): a reset event with m > 0 gets an array
+    `l_*` [N] (int32) of the counter at which it last applied (0: never) and applies only
+    where it never did or the counter moved at least m since. `global_time` (one per interval
+    event; empty: all False): an interval event with global time keeps one time in every
+    world's entry of its `i_*`, counted down by step_dt in every world (reset or not) and,
+    when it runs out, drawn anew from a draw all worlds share; the event then applies in the
+    worlds not reset (after the per-world interval events)."""
     calls = [c for c, _ in stateful]
     for c in [*curricula, *events, *intervals, *(c for c, _ in commands)]:
         if c not in calls:
             calls.append(c)
     args = ["seed: int", "counter: wp.array(dtype=wp.int32)", "mask: wp.array(dtype=wp.bool)"]
     args += ["s: EnvState", *_param_args(calls), "ranges: wp.array(dtype=float)"]
+    min_steps = list(min_steps) or [0] * len(events)
+    global_time = list(global_time) or [False] * len(intervals)
     args += [f"i_{i}: wp.array(dtype=float)" for i in range(len(intervals))]
     args += [f"c_{j}: wp.array(dtype=float)" for j in range(len(commands))]
     args += [f"h_{i}: wp.array2d(dtype=float)" for i in range(histories)]
@@ -244,6 +258,7 @@ def reset_kernel(
         f"z_{i}: wp.array{'' if d == 1 else f'{d}d'}(dtype={dtype})"
         for i, (d, dtype) in enumerate(zeroed)
     ]
+    args += [f"l_{i}: wp.array(dtype=wp.int32)" for i, m in enumerate(min_steps) if m > 0]
     lines = ["w = wp.tid()", "n = counter[0]", "reset = mask[w]", "dt = s.step_dt"]
     lines += ["rng = wp.uint32(0)", "if reset:", "    dt = 0.0"]
     for i, c in enumerate(curricula):
@@ -258,13 +273,23 @@ def reset_kernel(
         lines += _zero(f"z_{i}", d, "0.0" if dtype == "float" else "0", "    ")
     if events or intervals:
         lines += [f"    rng = world_rng(seed, n, w, {STREAM_RESET_EVENTS})"]
-    for c in events:
-        lines += [f"    rng = {c.invoke('w, rng, ')}"]
+    for i, (c, m) in enumerate(zip(events, min_steps, strict=True)):
+        if m == 0:
+            lines += [f"    rng = {c.invoke('w, rng, ')}"]
+            continue
+        lines += [
+            f"    if l_{i}[w] == 0 or n - l_{i}[w] >= {int(m)}:",
+            f"        l_{i}[w] = n",
+            f"        rng = {c.invoke('w, rng, ')}",
+        ]
     for i in range(len(intervals)):
-        lines += [f"    i_{i}[w] = wp.randf(rng, ranges[{2 * i}], ranges[{2 * i + 1}])"]
-    if intervals:
+        if not global_time[i]:
+            lines += [f"    i_{i}[w] = wp.randf(rng, ranges[{2 * i}], ranges[{2 * i + 1}])"]
+    if not all(global_time):
         lines += ["else:"]
         for i, c in enumerate(intervals):
+            if global_time[i]:
+                continue
             lines += [
                 f"    t_{i} = i_{i}[w] - s.step_dt",
                 f"    if t_{i} < 1.0e-6:",
@@ -273,6 +298,19 @@ def reset_kernel(
                 f"        rng = {c.invoke('w, rng, ')}",
                 f"    i_{i}[w] = t_{i}",
             ]
+    for i, c in enumerate(intervals):
+        if not global_time[i]:
+            continue
+        lines += [
+            f"g_{i} = i_{i}[w] - s.step_dt",
+            f"if g_{i} < 1.0e-6:",
+            f"    shared = world_rng(seed, n, 0, {STREAM_GLOBAL_INTERVAL + 16 * i})",
+            f"    g_{i} = wp.randf(shared, ranges[{2 * i}], ranges[{2 * i + 1}])",
+            "    if not reset:",
+            f"        rng = world_rng(seed, n, w, {STREAM_INTERVAL + 16 * i})",
+            f"        rng = {c.invoke('w, rng, ')}",
+            f"i_{i}[w] = g_{i}",
+        ]
     for j, (c, col) in enumerate(commands):
         k = 2 * (len(intervals) + j)
         lines += [

@@ -259,6 +259,8 @@ class CompiledTerms:
             intervals=intervals,
             commands=[(t.call, c) for t, _, c in self._commands],
             curricula=curricula,
+            min_steps=[ev.min_step_count_between_reset for _, ev in self._events["reset"]],
+            global_time=[ev.is_global_time for _, ev in self._events["interval"]],
         )
 
     @staticmethod
@@ -351,6 +353,13 @@ class CompiledTerms:
             self._timers.append(arr)
         ranges = np.asarray([x for _, r in timed for x in r] or [0.0], np.float32)
         self._ranges = wp.array(ranges, dtype=float, device=device)
+        # the step at which each reset event with a min_step_count_between_reset last applied
+        self._last_steps = []
+        for t, ev in self._events["reset"]:
+            if ev.min_step_count_between_reset > 0:
+                arr = wp.zeros(num_envs, dtype=wp.int32, device=device)
+                self._state_arrays[f"{t.label}.last_step"] = arr
+                self._last_steps.append(arr)
         self._zero_arrays = []
         for name in self._zeroed:
             array = self._arrays.get(name)
@@ -474,7 +483,7 @@ class CompiledTerms:
             counter = self._zero_counter()
         terms = self._reset_calls()
         inputs = [seed, counter, mask, self.state, *self._params(terms), self._ranges]
-        inputs += [*self._timers, *self._history_arrays, *self._zero_arrays]
+        inputs += [*self._timers, *self._history_arrays, *self._zero_arrays, *self._last_steps]
         wp.launch(self._reset, dim=self._n, inputs=inputs, device=self._device)
 
     def startup(self, seed: int) -> None:
@@ -500,8 +509,9 @@ class CompiledTerms:
         """The terms' per-world state, by name "<kind>.<term>.<field>" (e.g.
         "rewards.feet_swing_height.peak"; an observation history:
         "observations.<group>.<term>.history"; the time left of a command or interval
-        event: "commands.<term>.time_left", "events.<term>.time_left"), each [N] or
-        [N, size]."""
+        event: "commands.<term>.time_left", "events.<term>.time_left"; the step at which a
+        reset event with min_step_count_between_reset last applied:
+        "events.<term>.last_step"), each [N] or [N, size]."""
         return dict(self._state_arrays)
 
     def named_state(

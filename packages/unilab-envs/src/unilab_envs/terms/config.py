@@ -277,6 +277,11 @@ class CommandTerm:
 EVENT_MODES = ("startup", "reset", "interval")
 
 
+def _step_count(_inst: object, attr: attrs.Attribute, value: int) -> None:
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+        raise ValueError(f"{attr.name} must be an int >= 0 (0: at every reset), got {value!r}")
+
+
 @attrs.frozen(kw_only=True)
 class EventTerm:
     """One event term (MJLab's `EventTermCfg`): `func(w, rng, s, [p]) -> rng` changes world
@@ -284,7 +289,16 @@ class EventTerm:
     returns `rng` after its draws. `mode`: "startup" (once, when the env is made), "reset"
     (each time the world is reset, in config order) or "interval" (every time drawn uniform
     in `interval_range_s` (s), counted per world and drawn anew at each reset, as MJLab's
-    interval events without global time; "events.<term>.time_left")."""
+    interval events without global time; "events.<term>.time_left").
+
+    `min_step_count_between_reset` (mode "reset"; 0: at every reset): the event applies at
+    a world's reset only if it never applied there or at least that many steps of the env's
+    step counter (control steps and `env.reset()` calls) passed since it last did
+    ("events.<term>.last_step": that counter then, 0: never), as MJLab's.
+    `is_global_time` (mode "interval"): one time shared by all worlds instead of one per
+    world, as MJLab's: it counts down at every step and reset of the env, is not drawn anew
+    when a world is reset, and when it runs out the event applies in every world not reset in
+    that step, and a new time is drawn."""
 
     func: TermFunction = attrs.field(converter=_func)
     mode: str = attrs.field(validator=attrs.validators.in_(EVENT_MODES))
@@ -292,12 +306,24 @@ class EventTerm:
     interval_range_s: tuple[float, float] | None = attrs.field(
         default=None, converter=attrs.converters.optional(_range)
     )
+    min_step_count_between_reset: int = attrs.field(default=0, validator=_step_count)
+    is_global_time: bool = attrs.field(default=False, validator=attrs.validators.instance_of(bool))
 
     def __attrs_post_init__(self) -> None:
         if (self.mode == "interval") != (self.interval_range_s is not None):
             raise ValueError(
                 "an event term takes interval_range_s exactly when its mode is 'interval' "
                 f"(mode {self.mode!r}, interval_range_s {self.interval_range_s!r})"
+            )
+        if self.min_step_count_between_reset and self.mode != "reset":
+            raise ValueError(
+                f"event {self.func.name}: min_step_count_between_reset applies to mode "
+                f"'reset' only, not {self.mode!r} (leave it 0)"
+            )
+        if self.is_global_time and self.mode != "interval":
+            raise ValueError(
+                f"event {self.func.name}: is_global_time applies to mode 'interval' only, "
+                f"not {self.mode!r} (leave it False)"
             )
 
 

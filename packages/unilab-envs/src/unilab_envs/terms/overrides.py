@@ -56,7 +56,17 @@ KINDS: dict[str, tuple[type, tuple[str, ...]]] = {
     "rewards": (RewardTerm, ("func", "weight", "params")),
     "terminations": (TerminationTerm, ("func", "params", "time_out")),
     "commands": (CommandTerm, ("func", "params", "resampling_time_range")),
-    "events": (EventTerm, ("func", "params", "mode", "interval_range_s")),
+    "events": (
+        EventTerm,
+        (
+            "func",
+            "params",
+            "mode",
+            "interval_range_s",
+            "min_step_count_between_reset",
+            "is_global_time",
+        ),
+    ),
     "curricula": (CurriculumTerm, ("func", "params")),
 }
 # plain-data selectors: {"joints": ...} is Joints(...), {"ref": "air_time"} Ref("air_time")
@@ -300,6 +310,12 @@ def _history(value: Any, path: str) -> int:
     raise TypeError(f"{path} takes an integer >= 0 (0: no history), not {value!r}")
 
 
+def _step_count(value: Any, path: str) -> int:
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+        return value
+    raise TypeError(f"{path} takes an integer >= 0 (0: at every reset), not {value!r}")
+
+
 _CONVERT = {
     "func": resolve_function,
     "history_length": _history,
@@ -312,4 +328,6 @@ _CONVERT = {
     "resampling_time_range": _time_range,
     "interval_range_s": _time_range,
     "mode": _mode,
+    "min_step_count_between_reset": _step_count,
+    "is_global_time": _flag,
 }
