@@ -19,7 +19,7 @@ import json
 
 import numpy as np
 import pytest
-from velocity_stats import LEVELS, PATH, TASKS, record
+from velocity_stats import LEVELS, PATH, TASKS, make_at_level, record, reset_sample
 
 ABS = 1e-6
 SIGMAS = 5.0
@@ -68,3 +68,28 @@ def test_the_statistics_see_a_changed_range():
     assert (0.1 * vel["std"] > _tolerance("std", vel, n)).all()
     yaw = {k: np.asarray(v) for k, v in stats["first"]["reset/yaw"].items()}
     assert (0.5 * yaw["std"] > _tolerance("std", yaw, n)).all()
+
+
+@pytest.mark.parametrize("task", TASKS)
+def test_reset_draws_are_independent_of_each_other(task):
+    # Per-component statistics cannot see two components drawn from one number (a helper that
+    # draws from a copy of the generator): every pair of drawn components of a reset (base
+    # pose, yaw, velocities, joint offsets, command) is uncorrelated within 5 standard errors
+    # of a correlation of independent samples (1 / sqrt(N)).
+    env = make_at_level(task, "last")
+    columns = [
+        (f"{key}[{i}]", x[:, i])
+        for key, value in reset_sample(env).items()
+        for x in [np.asarray(value, np.float64).reshape(len(value), -1)]
+        for i in range(x.shape[1])
+        if x[:, i].std() > 1e-6  # drawn, not constant
+    ]
+    assert len(columns) >= 8
+    names = [name for name, _ in columns]
+    corr = np.corrcoef(np.stack([x for _, x in columns]))
+    np.fill_diagonal(corr, 0.0)
+    limit = SIGMAS / np.sqrt(len(columns[0][1]))
+    i, j = np.unravel_index(np.abs(corr).argmax(), corr.shape)
+    assert abs(corr[i, j]) < limit, (
+        f"{task}: {names[i]} and {names[j]} correlate {corr[i, j]:.3f} (limit {limit:.3f})"
+    )

@@ -59,10 +59,16 @@ def _joint_addresses(env) -> tuple[int, int, np.ndarray, np.ndarray]:
     )
 
 
-def record_level(task: str, level: str) -> dict[str, dict[str, list[float]]]:
-    """The statistics of `task` at one curriculum level (module docstring)."""
+def make_at_level(task: str, level: str):
+    """`task` with NUM_ENVS worlds on the CPU, its curriculum at `level` (`LEVELS`)."""
     env = unilab_envs.make(task, num_envs=NUM_ENVS, device="cpu", seed=SEED, resample_s=RESAMPLE_S)
     env.curriculum.index = 0 if level == "first" else env.curriculum.num_levels - 1
+    return env
+
+
+def reset_sample(env) -> dict[str, np.ndarray]:
+    """`env.reset()`'s draws, one row per world: the "reset/..." keys of the module
+    docstring."""
     qb, vb, qadr, dadr = _joint_addresses(env)
     reset = env.reset()
     qpos, qvel = env.ctx.data.qpos.numpy().copy(), env.ctx.data.qvel.numpy().copy()
@@ -71,15 +77,21 @@ def record_level(task: str, level: str) -> dict[str, dict[str, list[float]]]:
         2.0 * (quat[:, 0] * quat[:, 3] + quat[:, 1] * quat[:, 2]),
         1.0 - 2.0 * (quat[:, 2] ** 2 + quat[:, 3] ** 2),
     )
-    out = {
-        "reset/root_pos": _summary(qpos[:, qb : qb + 3]),
-        "reset/yaw": _summary(yaw),
-        "reset/root_lin_vel": _summary(qvel[:, vb : vb + 3]),
-        "reset/root_ang_vel": _summary(qvel[:, vb + 3 : vb + 6]),
-        "reset/joint_pos": _summary(qpos[:, qadr]),
-        "reset/joint_vel": _summary(qvel[:, dadr]),
-        "reset/command": _summary(reset["obs", "critic"][:, 6:9].numpy()),
+    return {
+        "reset/root_pos": qpos[:, qb : qb + 3],
+        "reset/yaw": yaw,
+        "reset/root_lin_vel": qvel[:, vb : vb + 3],
+        "reset/root_ang_vel": qvel[:, vb + 3 : vb + 6],
+        "reset/joint_pos": qpos[:, qadr],
+        "reset/joint_vel": qvel[:, dadr],
+        "reset/command": reset["obs", "critic"][:, 6:9].numpy(),
     }
+
+
+def record_level(task: str, level: str) -> dict[str, dict[str, list[float]]]:
+    """The statistics of `task` at one curriculum level (module docstring)."""
+    env = make_at_level(task, level)
+    out = {key: _summary(x) for key, x in reset_sample(env).items()}
     td = env.step(torch.zeros(NUM_ENVS, env.action_dim))
     out["step/command"] = _summary(td["obs", "critic"][:, 6:9].numpy())
     return out

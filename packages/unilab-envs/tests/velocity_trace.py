@@ -2,7 +2,7 @@
 for fixed random actions from a fixed seed, on warp's CPU device with the tasks' defaults
 (observation noise, curriculum and domain randomization included), except the quadruped's
 0.4 s episodes: its worlds reach their time limit inside the trace (and reset), while a
-humanoid world falls (a termination, and its reset) at step 27.
+humanoid world falls (a termination, and its reset) at step 34.
 
 `record(task)` runs the trace; `python packages/unilab-envs/tests/velocity_trace.py` writes
 it to `tests/data/velocity/<task>.npz` (the fixture `test_envs_velocity_trace.py` compares
@@ -21,7 +21,7 @@ import torch
 import unilab_envs
 
 TASKS = ("quadruped-velocity", "humanoid-velocity")
-NUM_ENVS, STEPS, SEED = 4, 30, 2
+NUM_ENVS, STEPS, SEED = 4, 40, 2
 EPISODE_LENGTH_S = {"quadruped-velocity": 0.4, "humanoid-velocity": 20.0}  # s
 DATA = Path(__file__).parent / "data" / "velocity"
 

@@ -42,14 +42,6 @@ class RootStateParams:
 
 
 @wp.func
-def _draw_if_wide(rng: wp.uint32, r: wp.vec2) -> float:
-    """Uniform in [r[0], r[1]]; r[0] without a draw when the range has width 0."""
-    if r[1] > r[0]:
-        return wp.randf(rng, r[0], r[1])
-    return r[0]
-
-
-@wp.func
 def quat_from_euler_xyz(roll: float, pitch: float, yaw: float) -> wp.quat:
     """The rotation of Euler angles roll, pitch, yaw (rad; x, then y, then z axis, fixed
     frame: R = Rz(yaw) Ry(pitch) Rx(roll)), as MJLab's `quat_from_euler_xyz` composes it."""
@@ -97,8 +89,8 @@ def reset_root_state_uniform(w: int, rng: wp.uint32, s: EnvState, p: RootStatePa
     s.qpos[w, b + 1] = o[1] + wp.randf(rng, p.pose_y[0], p.pose_y[1])
     s.qpos[w, b + 2] = o[2] + p.height + wp.randf(rng, p.pose_z[0], p.pose_z[1])
     # roll and pitch after the position (MJLab's order x, y, z, roll, pitch, yaw, but for
-    # yaw), drawn here rather than in a `wp.func`: one gets a copy of `rng` and would not
-    # advance it, so roll and pitch would share one number
+    # yaw). Every optional draw is written out here rather than in a helper `wp.func`: a
+    # function gets a copy of `rng` and would not advance it, so its draws would repeat.
     roll, pitch = p.pose_roll[0], p.pose_pitch[0]
     if p.pose_roll[1] > p.pose_roll[0]:
         roll = wp.randf(rng, p.pose_roll[0], p.pose_roll[1])
@@ -109,16 +101,23 @@ def reset_root_state_uniform(w: int, rng: wp.uint32, s: EnvState, p: RootStatePa
     s.qpos[w, b + 4] = q[0]
     s.qpos[w, b + 5] = q[1]
     s.qpos[w, b + 6] = q[2]
-    lin = wp.vec3(
-        _draw_if_wide(rng, p.velocity_x),
-        _draw_if_wide(rng, p.velocity_y),
-        _draw_if_wide(rng, p.velocity_z),
-    )
-    ang = wp.vec3(
-        _draw_if_wide(rng, p.velocity_roll),
-        _draw_if_wide(rng, p.velocity_pitch),
-        _draw_if_wide(rng, p.velocity_yaw),
-    )
+    # the velocities, x to yaw, each drawn only when its range has width
+    lx, ly, lz = p.velocity_x[0], p.velocity_y[0], p.velocity_z[0]
+    if p.velocity_x[1] > p.velocity_x[0]:
+        lx = wp.randf(rng, p.velocity_x[0], p.velocity_x[1])
+    if p.velocity_y[1] > p.velocity_y[0]:
+        ly = wp.randf(rng, p.velocity_y[0], p.velocity_y[1])
+    if p.velocity_z[1] > p.velocity_z[0]:
+        lz = wp.randf(rng, p.velocity_z[0], p.velocity_z[1])
+    ax, ay, az = p.velocity_roll[0], p.velocity_pitch[0], p.velocity_yaw[0]
+    if p.velocity_roll[1] > p.velocity_roll[0]:
+        ax = wp.randf(rng, p.velocity_roll[0], p.velocity_roll[1])
+    if p.velocity_pitch[1] > p.velocity_pitch[0]:
+        ay = wp.randf(rng, p.velocity_pitch[0], p.velocity_pitch[1])
+    if p.velocity_yaw[1] > p.velocity_yaw[0]:
+        az = wp.randf(rng, p.velocity_yaw[0], p.velocity_yaw[1])
+    lin = wp.vec3(lx, ly, lz)
+    ang = wp.vec3(ax, ay, az)
     if p.body_frame_ang_vel == 0 and wp.length_sq(ang) > 0.0:
         # the free joint holds the base frame's angular velocity (at rest: exact zeros)
         ang = wp.quat_rotate_inv(q, ang)
