@@ -298,7 +298,9 @@ class EventTerm:
     `is_global_time` (mode "interval"): one time shared by all worlds instead of one per
     world, as MJLab's: it counts down at every step and reset of the env, is not drawn anew
     when a world is reset, and when it runs out the event applies in every world not reset in
-    that step, and a new time is drawn."""
+    that step, and a new time is drawn. (MJLab applies it in the worlds being reset as well,
+    just before their reset: the same outcome for an event that sets the state, which the
+    reset then overwrites; an event that changes model fields differs in those worlds.)"""
 
     func: TermFunction = attrs.field(converter=_func)
     mode: str = attrs.field(validator=attrs.validators.in_(EVENT_MODES))
