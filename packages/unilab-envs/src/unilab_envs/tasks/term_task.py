@@ -112,8 +112,9 @@ class TermTask(Task):
 
     A task with kernels or arrays of its own subclasses it (`VelocityTask`): it
     offers per-world arrays to the terms' `Ref`s (`term_arrays`) and overrides the hooks it
-    adds to. `noise_stream`: the observation noise's RNG stream; `zero_on_reset`: names of
-    `term_arrays` a reset zeroes (both `CompiledTerms`)."""
+    adds to. `model`: the compiled model when the task adds to the robot's (terrain, sensors;
+    default: the robot's own, `robot_spec(robot)`); `noise_stream`: the observation noise's
+    RNG stream; `zero_on_reset`: names of `term_arrays` a reset zeroes (both `CompiledTerms`)."""
 
     STATE_NAMES: Mapping[str, str] = {}
     """Term state a subclass keeps under the name it had before it was term state: {task
@@ -126,11 +127,12 @@ class TermTask(Task):
         config: TermTaskConfig,
         name: str,
         *,
+        model: mujoco.MjModel | None = None,
         noise_stream: int = codegen.STREAM_OBS_NOISE,
         zero_on_reset: tuple[str, ...] = (),
     ) -> None:
         self.robot, self.config, self.term_config = robot, config, config
-        self._mjm = robot_spec(robot).compile()
+        self._mjm = robot_spec(robot).compile() if model is None else model
         scene = Scene(
             mjm=self._mjm,
             joint_names=robot.joint_names,
@@ -164,12 +166,25 @@ class TermTask(Task):
     def build_model(self) -> mujoco.MjModel:
         return self._mjm
 
-    def term_arrays(self) -> dict[str, wp.array]:
-        """The task's per-world arrays the terms may name by `Ref` (allocated before
-        `TermTask.bind` calls this). Default: none."""
+    def term_arrays(self, ctx: TaskContext) -> dict[str, wp.array]:
+        """The task's per-world arrays (or `ctx`'s model fields) the terms may name by `Ref`
+        (allocated before `bind_terms` calls this). Default: none."""
         return {}
 
     def bind(self, ctx: TaskContext) -> None:
+        c = self.term_config
+        self.command = wp.zeros((ctx.num_envs, c.command_dim), dtype=float, device=ctx.device)
+        self.bind_terms(ctx, self.command)
+
+    def bind_terms(
+        self, ctx: TaskContext, command: wp.array, encoder_bias: wp.array | None = None
+    ) -> None:
+        """Binds the terms to the robot's state (`robot_state`) and `term_arrays`, sets the
+        named term state (`STATE_NAMES`) as attributes and runs the startup events. `command`:
+        float32 [N, command_dim], what the command terms write; `encoder_bias`: float32
+        [N, J], subtracted by the action and the joint observations (None: zero). `bind`
+        passes its own command; a task that keeps these arrays itself calls this from its
+        `bind` once they exist."""
         mjm, r, c, dev, n = ctx.mjm, self.robot, self.term_config, ctx.device, ctx.num_envs
         jids = named_ids(mjm, mujoco.mjtObj.mjOBJ_JOINT, r.joint_names, "joints", r.mjcf)
         root = named_ids(mjm, mujoco.mjtObj.mjOBJ_BODY, [r.base_body], "bodies", r.mjcf)[0]
@@ -178,19 +193,21 @@ class TermTask(Task):
             for j in jids
         ]
         scale = np.asarray(r.per_joint("action_scale"), np.float32)
-        # constants, not per-world state: in a dict, which `state_dict` does not save
+        if encoder_bias is None:
+            encoder_bias = wp.zeros((n, r.num_joints), dtype=float, device=dev)
+        # constants (or the caller's arrays), not per-world state of this task: in a dict,
+        # which `state_dict` does not save
         self._action = {
             "act_id": wp.array(np.asarray(act, np.int32), dtype=wp.int32, device=dev),
             "scale": wp.array(scale, dtype=float, device=dev),
-            "zero_bias": wp.zeros((n, r.num_joints), dtype=float, device=dev),
+            "bias": encoder_bias,
         }
-        self.command = wp.zeros((n, c.command_dim), dtype=float, device=dev)
         self.env_state = robot_state(
-            ctx, jids, r.default_pose, c.soft_joint_limit_factor, root, self.command,
-            self._action["zero_bias"], c.root_from_joint,
+            ctx, jids, r.default_pose, c.soft_joint_limit_factor, root, command, encoder_bias,
+            c.root_from_joint,
         )  # fmt: skip
         self._qb, self._vb = self.env_state.root_qadr, self.env_state.root_dadr
-        self.terms.bind(self.env_state, n, dev, self.term_arrays())
+        self.terms.bind(self.env_state, n, dev, self.term_arrays(ctx))
         for name, array in self.terms.named_state(self.STATE_NAMES)[0].items():
             setattr(self, name, array)
         self.terms.startup(ctx.seed)
@@ -209,7 +226,7 @@ class TermTask(Task):
     def apply_action(self, ctx: TaskContext) -> None:
         a = self._action
         apply_joint_position_action(
-            ctx, a["act_id"], self.env_state.default_joint_pos, a["scale"], a["zero_bias"]
+            ctx, a["act_id"], self.env_state.default_joint_pos, a["scale"], a["bias"]
         )
 
     def evaluate(self, ctx: TaskContext, reward, terminated, log) -> None:

@@ -262,7 +262,7 @@ class VelocityTask(TermTask):
             "geom_term": np.isin(mjm.geom_bodyid, term).astype(np.int32),
         }
 
-    def term_arrays(self) -> dict[str, wp.array]:
+    def term_arrays(self, ctx: TaskContext) -> dict[str, wp.array]:
         return {name: getattr(self, name) for name in velocity_terms.TASK_ARRAYS}
 
     def bind(self, ctx: TaskContext) -> None:
