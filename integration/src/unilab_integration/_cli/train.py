@@ -35,7 +35,8 @@ def list_command(args: argparse.Namespace) -> int:
     print("  rsl_rl   RSL-RL 5.4.2 semantics: local advantages, normalizers and curriculum")
     print(
         "  fast     ppo: rsl_rl + symmetry augmentation + TF32, UniLab's recipe for the tasks"
-        " with mirror maps (go1/g1-velocity-*)"
+        " with mirror maps (go1/g1-velocity-*); measured faster to MJLab's 10-minute policy on"
+        " go1-velocity-flat, not on g1-velocity-flat (docs/integration.md)"
     )
     return 0
 
